@@ -1,0 +1,393 @@
+"""CrawlTask: the one retrying, timed base of every site step.
+
+A message carries an envelope (job, step, depth) and a batch of units of that
+step. The batch goes through phases, each one round trip for all its units:
+begin (job state, redelivered units, start counts), prepare (params validated —
+invalid ones fail for good — requests built, recrawl decided), fetch and parse
+(concurrently, each unit within its own fetch deadline), save (items durable
+before anything else), spawn (children registered, then published), close
+(dedup marks, then every unit finished in one Lua call). A unit's own order is
+always save -> children -> mark -> finish, so a crash at any point leaves it
+unfinished and it runs again. Units that hit a transient error are retried
+together with Celery's ``retry``, and only those.
+
+Site steps subclass nothing: they declare ``Input`` on the decorator and call
+``self.crawl`` with their pure ``build_request`` and ``parse`` functions.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import nullcontext
+from functools import lru_cache
+from typing import Any, ClassVar
+
+import redis
+from celery import Task
+from celery.exceptions import Reject, SoftTimeLimitExceeded
+from celery.utils.log import get_task_logger
+from kombu.exceptions import OperationalError
+from pydantic import BaseModel
+
+from chains.engine import Envelope, Publisher, Unit, by_depth, children
+from chains.model import Chain
+from exceptions import (
+    CrawlError,
+    OffSite,
+    PermanentError,
+    RateLimited,
+    RotateError,
+    StorageUnavailable,
+    TransientError,
+)
+from external_interface import recrawl
+from external_interface.fetch import Request, Response
+from external_interface.ledger import Failure, Finish
+from external_interface.politeness import MustWait, acquire
+from external_interface.resources import Resources, current, unit_threads
+from external_interface.storage import Item
+from monitor.metrics import Metrics
+from sites import site_politeness
+from utils.step_calls import site_code, validate_params
+from utils.units import Done, HookSignal, Parsed, Signal, UnitContext, Work
+
+__all__ = ["CrawlTask", "Parsed", "Signal", "UnitContext"]
+
+log = get_task_logger(__name__)
+
+INFRASTRUCTURE_ERRORS = (redis.ConnectionError, redis.TimeoutError, OperationalError)
+
+
+BuildRequest = Callable[[Any], Request]
+Parse = Callable[[Any, Response], Parsed]
+
+
+class CrawlTask(Task):
+    """Base task of every site step; one instance serves a whole process."""
+
+    Input: ClassVar[type[BaseModel]]
+    acks_late = True
+    reject_on_worker_lost = True
+    ignore_result = True
+    typing = False  # params are validated by ``Input``, not by the call signature
+
+    # -- hooks: override in a site's base class (fetch hooks run in pool threads) --
+    def before_request(self, unit: UnitContext, request: Request) -> Signal:
+        return Signal.CONTINUE
+
+    def after_request(self, unit: UnitContext, response: Response) -> Signal:
+        return Signal.CONTINUE
+
+    def before_save(self, unit: UnitContext, items: list[Item]) -> Signal:
+        return Signal.CONTINUE
+
+    def after_save(self, unit: UnitContext, items: list[Item]) -> Signal:
+        return Signal.CONTINUE
+
+    # -- the batch ------------------------------------------------------------
+    def crawl(self, envelope: Envelope, units: list[Unit], build_request: BuildRequest,
+              parse: Parse) -> dict[str, int]:
+        """Run a batch of units of one step; retry only the ones that failed transiently."""
+        try:
+            return self._crawl(current(), envelope, units, build_request, parse)
+        except INFRASTRUCTURE_ERRORS as exc:
+            log.warning("state plane or broker unavailable (%s); requeueing the message", exc)
+            time.sleep(2.0)
+            raise Reject(str(exc), requeue=True) from exc
+
+    def _crawl(self, res: Resources, envelope: Envelope, units: list[Unit],
+               build_request: BuildRequest, parse: Parse) -> dict[str, int]:
+        job_id = envelope["job"]
+        begun = res.ledger.begin(job_id, [u["id"] for u in units])
+        if begun.state != "running":
+            return {"ignored": len(units)}
+        chain = chain_of(job_id)
+        batch = [Work(u, starts, first)
+                 for u, (finished, starts, first) in zip(units, begun.units, strict=True)
+                 if not finished]
+        if len(batch) > 1 and any(w.starts > 1 for w in batch):
+            return self._isolate(res, chain, envelope, batch)
+        Metrics(res.redis).unit_started(self.name, len(batch))
+        try:
+            self._prepare(res, chain, envelope, batch, build_request)
+            self._fetch_all(res, batch, parse)
+            self._save(res, job_id, batch)
+            self._spawn(res, chain, envelope, batch)
+        except SoftTimeLimitExceeded:
+            log.warning("soft time limit: %d units of %s go back to the queue",
+                        sum(not w.ready for w in batch), self.name)
+        return self._close(res, envelope, batch)
+
+    def _isolate(self, res: Resources, chain: Chain, envelope: Envelope,
+                 batch: list[Work]) -> dict[str, int]:
+        """A worker died holding this batch: send each unit alone, so that a unit that
+        kills its worker every time ends as poison without taking its batch-mates along."""
+        log.warning("batch of %d %s units came back after a worker died; splitting it",
+                    len(batch), envelope["step"])
+        publisher = Publisher(res.app, res.ledger)
+        for w in batch:
+            publisher.publish(chain, envelope["job"], envelope["step"], [w.unit],
+                              envelope["depth"])
+        res.ledger.end_attempt(envelope["job"], [w.unit["id"] for w in batch])
+        return {"isolated": len(batch)}
+
+    def _prepare(self, res: Resources, chain: Chain, envelope: Envelope, batch: list[Work],
+                 build_request: BuildRequest) -> None:
+        """Poison check, params, requests and the recrawl decision of every unit."""
+        limit = res.settings.task.max_deliveries
+        for w in batch:
+            if w.starts > limit:
+                w.error = PermanentError(
+                    f"poison unit: its worker died {w.starts - 1} times while running it")
+                continue
+            try:
+                params = validate_params(self.Input, w.unit["params"])
+                w.ctx = UnitContext(envelope["job"], envelope["step"], self.name,
+                                    w.unit["id"], params, envelope["depth"])
+                w.request = site_code(build_request, params)
+                if not chain.allows(w.request.url):
+                    raise OffSite(f"{w.request.url} is outside the job's allowed domains",
+                                  url=w.request.url)
+            except PermanentError as exc:
+                w.error = exc
+        planned = [w for w in batch if w.live]
+        policy = chain.steps[envelope["step"]].recrawl
+        plans = recrawl.plan(res.dedup, policy, [
+            (w.request, w.first, w.unit.get("page", 0) == 0) for w in planned if w.request])
+        for w, plan in zip(planned, plans, strict=True):
+            w.recrawl = plan
+            if plan is not None and plan.skip:
+                w.end, w.ready = Done("skipped"), True
+
+    def _fetch_all(self, res: Resources, batch: list[Work], parse: Parse) -> None:
+        """Fetch and parse the live units, concurrently when there are several."""
+        live = [w for w in batch if w.live]
+        if len(live) == 1:
+            self._fetch_one(res, live[0], parse)
+        elif live:
+            list(unit_threads(res.settings.task.unit_threads).map(
+                lambda w: self._fetch_one(res, w, parse), live))
+
+    def _fetch_one(self, res: Resources, w: Work, parse: Parse) -> None:
+        assert w.ctx is not None and w.request is not None
+        try:
+            self._obey("before_request", self.before_request(w.ctx, w.request))
+            response = self._polite_fetch(res, w)
+            if response is None:
+                return
+            self._obey("after_request", self.after_request(w.ctx, response))
+            started = time.monotonic()
+            w.parsed = site_code(parse, w.ctx.params, response)
+            Metrics(res.redis).parsed(self.name, time.monotonic() - started)
+            self._obey("before_save", self.before_save(w.ctx, w.parsed.items))
+        except HookSignal:
+            w.end, w.ready = Done("skipped"), True
+        except CrawlError as exc:
+            w.error = exc
+
+    def _polite_fetch(self, res: Resources, w: Work) -> Response | None:
+        """Fetch within the site's cluster-wide slot; None when the unit must wait longer.
+
+        A 429 cools the whole site down (capped), not just this unit.
+        """
+        assert w.request is not None
+        site = self.name.split(".", 1)[0]
+        policy = site_politeness(site, res.settings.politeness)
+        settings = res.settings.politeness
+        try:
+            slot = (acquire(res.limiter, site, policy, settings.max_inline_wait_s,
+                            max_wait_s=settings.max_wait_s) if policy else nullcontext())
+        except MustWait as exc:
+            w.defer = exc.seconds
+            return None
+        with slot:
+            w.fetched = True
+            try:
+                return self._timed_fetch(res, w.request)
+            except RateLimited as exc:
+                res.limiter.penalize(site, exc.retry_after)
+                raise
+
+    def _timed_fetch(self, res: Resources, request: Request) -> Response:
+        """Fetch and count it: status (0 when no response came), body bytes, seconds."""
+        started = time.monotonic()
+        try:
+            response = res.fetcher.fetch(request)
+        except CrawlError as exc:
+            Metrics(res.redis).fetched(self.name, exc.status or 0, 0, time.monotonic() - started)
+            raise
+        Metrics(res.redis).fetched(self.name, response.status, len(response.body),
+                                   time.monotonic() - started)
+        return response
+
+    def _save(self, res: Resources, job_id: str, batch: list[Work]) -> None:
+        """One bulk write of every changed item: durable before any unit moves on."""
+        parsed = [w for w in batch if w.live and w.parsed is not None]
+        fresh: list[Item] = []
+        for w in parsed:
+            assert w.parsed is not None
+            unchanged = w.recrawl is not None and w.recrawl.unchanged(res.dedup, w.parsed.items)
+            w.end = Done("done", 0 if unchanged else len(w.parsed.items), unchanged)
+            if not unchanged:
+                fresh += w.parsed.items
+        try:
+            if fresh:
+                res.store.upsert(job_id, fresh)
+                Metrics(res.redis).stored(self.name, len(fresh))
+        except StorageUnavailable as exc:
+            for w in parsed:
+                w.end, w.error = None, exc
+            return
+        for w in parsed:
+            self._after_save(w)
+
+    def _after_save(self, w: Work) -> None:
+        assert w.ctx is not None and w.parsed is not None
+        try:
+            self._obey("after_save", self.after_save(w.ctx, w.parsed.items))
+        except HookSignal:
+            pass  # the items are saved already: there is nothing left to skip
+        except CrawlError as exc:
+            w.end, w.error = None, exc
+
+    def _spawn(self, res: Resources, chain: Chain, envelope: Envelope,
+               batch: list[Work]) -> None:
+        """Register every child of the batch in one call, then publish them by step."""
+        done = [w for w in batch if w.end is not None and w.end.outcome == "done"
+                and w.error is None and w.parsed is not None]
+        publisher = Publisher(res.app, res.ledger)
+        for rerun in (False, True):  # children of a parent that runs again are all resent
+            kids: dict[str, dict[str, Unit]] = {}  # two parents may name the same child
+            for w in (w for w in done if w.first != rerun):
+                assert w.parsed is not None
+                found = children(chain, envelope["step"], w.parsed.records(),
+                                 w.parsed.next_params(), w.unit.get("page", 0))
+                for step, units in found.items():
+                    kids.setdefault(step, {}).update((u["id"], u) for u in units)
+            for depth, group in by_depth(envelope["step"], envelope["depth"], kids).items():
+                publisher.spawn(chain, envelope["job"], group, depth, rerun)
+        for w in done:
+            w.ready = True
+
+    def _obey(self, hook: str, signal: Signal) -> None:
+        if signal is Signal.SKIP:
+            raise HookSignal(f"{hook} asked to skip")
+        if signal is Signal.RETRY:
+            raise TransientError(f"{hook} asked to retry")
+        if signal is Signal.ABORT:
+            raise PermanentError(f"{hook} aborted the unit")
+
+    # -- outcomes -------------------------------------------------------------
+    def _close(self, res: Resources, envelope: Envelope, batch: list[Work]) -> dict[str, int]:
+        """Mark, finish and count the batch; retry what is left (raises Celery's Retry)."""
+        job_id, step = envelope["job"], envelope["step"]
+        deferred = [w for w in batch if w.defer is not None]
+        retry = [w for w in batch if not (w.ready and w.error is None) and w.defer is None
+                 and not isinstance(w.error, PermanentError)]
+        given_up = self._give_up(res, retry)
+        failed = [w for w in batch if isinstance(w.error, PermanentError)] + given_up
+        finished = [w for w in batch if w.ready and w.error is None]
+        recrawl.mark(res.dedup, [w.recrawl for w in finished if w.recrawl is not None])
+        ends = [Finish(w.unit["id"], step, w.end.outcome, w.end.items)
+                for w in finished if w.end is not None]
+        res.ledger.finish_many(job_id, ends + [self._failure(res, envelope, w) for w in failed])
+        retry = [w for w in retry if w not in given_up]
+        self._count(res, job_id, ends, failed, retry)
+        res.ledger.count_many(job_id, step, {
+            "requests": sum(w.fetched for w in batch), "retried": len(retry),
+            "unchanged": sum(1 for w in finished if w.end is not None and w.end.unchanged)})
+        if deferred:
+            self._defer(res, envelope, deferred)
+        if retry:
+            self._retry(res, envelope, retry)
+        tally = {o: sum(1 for e in ends if e.outcome == o) for o in ("done", "skipped")}
+        return {**tally, "failed": len(failed), "retry": len(retry)}
+
+    def _count(self, res: Resources, job_id: str, ends: list[Finish], failed: list[Work],
+               retry: list[Work]) -> None:
+        """The batch's outcomes in the cluster-wide metrics (the ledger stays the exact count)."""
+        metrics = Metrics(res.redis)
+        outcomes: dict[str, int] = {**Counter(e.outcome for e in ends), "failed": len(failed)}
+        metrics.units_finished(self.name, outcomes,
+                               Counter(type(w.error).__name__ for w in failed), job_id=job_id)
+        metrics.retried(self.name, len(retry),
+                        rotated=sum(isinstance(w.error, RotateError) for w in retry))
+
+    def _defer(self, res: Resources, envelope: Envelope, deferred: list[Work]) -> None:
+        """Units that must wait for their site go back with a countdown; no retry is spent."""
+        res.ledger.end_attempt(envelope["job"], [w.unit["id"] for w in deferred])
+        countdown = max(w.defer or 0.0 for w in deferred)
+        Publisher(res.app, res.ledger).publish(
+            chain_of(envelope["job"]), envelope["job"], envelope["step"],
+            [w.unit for w in deferred], envelope["depth"], countdown=countdown)
+
+    def _give_up(self, res: Resources, retry: list[Work]) -> list[Work]:
+        """Past ``max_retries`` the units fail for good, with the last error in the reason."""
+        limit = res.settings.task.max_retries
+        if self.request.retries < limit:
+            return []
+        for w in retry:
+            last = w.error.reason if w.error else "interrupted before it finished"
+            w.error = PermanentError(f"gave up after {limit} retries: {last}")
+        return list(retry)
+
+    def _failure(self, res: Resources, envelope: Envelope, w: Work) -> Finish:
+        assert w.error is not None
+        step = envelope["step"]
+        failure = Failure(
+            unit_id=w.unit["id"], step=step, params=w.unit["params"],
+            error=type(w.error).__name__, message=str(w.error),
+            attempts=w.starts + self.request.retries,
+            first_at=res.ledger.first_start(envelope["job"], w.unit["id"]), failed_at=time.time(),
+        )
+        log.info("unit %s of %s failed for good: %s", w.unit["id"], step, failure.reason)
+        return Finish(w.unit["id"], step, "failed", failure=failure)
+
+    def _retry(self, res: Resources, envelope: Envelope, retry: list[Work]) -> None:
+        """One new message for the units to retry, after a backoff (Retry-After wins)."""
+        res.ledger.end_attempt(envelope["job"], [w.unit["id"] for w in retry])
+        errors = [w.error for w in retry if w.error is not None]
+        raise self.retry(args=[envelope, [w.unit for w in retry]],
+                         countdown=self._backoff(res, errors),
+                         max_retries=res.settings.task.max_retries)
+
+    def _backoff(self, res: Resources, errors: list[CrawlError]) -> float:
+        """Exponential backoff with full jitter; a longer Retry-After wins, capped."""
+        policy = res.settings.task
+        delay = backoff_s(policy.backoff_base_s, self.request.retries, policy.backoff_max_s)
+        advised = [e.retry_after for e in errors if isinstance(e, RateLimited) and e.retry_after]
+        return min(max([delay, *advised]), policy.backoff_max_s)
+
+    def on_failure(self, exc: BaseException, task_id: str, args: tuple[Any, ...],
+                   kwargs: dict[str, Any], einfo: Any) -> None:
+        """The message died (hard time limit, a bug in the loop): requeue its units.
+
+        Their start counts were not taken back, so a unit that keeps killing its
+        message ends as a poison unit after ``max_deliveries`` starts.
+        """
+        if len(args) != 2:
+            return
+        envelope, units = args
+        res = current()
+        job_id = envelope["job"]
+        left = [u for u in units if not res.ledger.is_finished(job_id, u["id"])]
+        log.error("message %s of %s died (%r); requeueing %d units", task_id, self.name, exc,
+                  len(left))
+        if left and not isinstance(exc, Reject):
+            Publisher(res.app, res.ledger).publish(chain_of(job_id), job_id, envelope["step"],
+                                                   left, envelope["depth"])
+
+
+def backoff_s(base_s: float, retries: int, max_s: float) -> float:
+    """Full-jitter exponential backoff in floats (Celery's helper takes whole seconds only:
+    it calls ``randrange`` and fails on a base of 0.2 s)."""
+    return random.uniform(0.0, min(max_s, base_s * 2 ** retries))
+
+
+@lru_cache(maxsize=256)
+def chain_of(job_id: str) -> Chain:
+    """The chain a job runs, as stored at launch; cached per process."""
+    return Chain.model_validate(current().ledger.chain_of(job_id))

@@ -1,0 +1,147 @@
+"""The small engine that turns chains and parse results into messages.
+
+A message is ``send_task(step.task, args=[envelope, units])``: the envelope says
+which job, which step of its chain and how deep; ``units`` is a batch of
+``{"id", "params"}`` of that one step. Unit ids are deterministic (step + params),
+so the same page reached twice in a job is one unit, and a redelivered parent
+republishes children that the ledger already knows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from celery import Celery
+
+from chains.checks import check_chain
+from chains.job import Job
+from chains.model import Chain, Step
+from external_interface.ledger import Ledger
+
+if TYPE_CHECKING:
+    from external_interface.resources import Resources
+
+
+class Envelope(TypedDict):
+    job: str
+    step: str
+    depth: int
+
+
+class Unit(TypedDict):
+    id: str
+    params: dict[str, Any]
+    page: int  # position in its list: 0 for a first page, +1 for each next page
+
+
+def unit_id(step: str, params: Mapping[str, Any]) -> str:
+    """Same step and params, same id: in a job, a unit exists once."""
+    raw = json.dumps([step, params], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
+
+
+def make_unit(step: str, params: Mapping[str, Any], page: int = 0) -> Unit:
+    return {"id": unit_id(step, params), "params": dict(params), "page": page}
+
+
+def children(chain: Chain, step: str, records: Mapping[str, list[dict[str, Any]]],
+             next_page: Mapping[str, Any] | None, page: int = 0) -> dict[str, list[Unit]]:
+    """The units a finished unit of ``step`` spawns, grouped by step, in order, deduplicated."""
+    out: dict[str, dict[str, Unit]] = {}
+    if next_page is not None:
+        unit = make_unit(step, next_page, page + 1)
+        out.setdefault(step, {})[unit["id"]] = unit
+    for link in chain.links_from(step):
+        for record in records.get(link.records, []):
+            child = {dst: record[src] for dst, src in link.map.items()}
+            unit = make_unit(link.dst, child)
+            out.setdefault(link.dst, {})[unit["id"]] = unit
+    return {name: list(units.values()) for name, units in out.items()}
+
+
+def by_depth(step: str, depth: int,
+             kids: dict[str, dict[str, Unit]]) -> dict[int, dict[str, list[Unit]]]:
+    """A next page stays at its list's depth; a linked child goes one deeper.
+
+    Depth orders the queue (deeper first) and bounds the job: counting next pages
+    would starve parallel lists, and cut a long list at ``max_depth``.
+    """
+    out: dict[int, dict[str, list[Unit]]] = {}
+    for child_step, units in kids.items():
+        for unit in units.values():
+            same_list = child_step == step and unit.get("page", 0) > 0
+            out.setdefault(depth + (0 if same_list else 1), {}).setdefault(
+                child_step, []).append(unit)
+    return out
+
+
+def message_priority(broker_url: str, step: Step, depth: int) -> int:
+    """Deeper first (a fan-out drains instead of flooding), then the step's own priority.
+
+    RabbitMQ serves higher numbers first; Redis serves lower numbers first.
+    """
+    level = min(9, max(0, step.priority + min(depth, 4) - 2))
+    return level if broker_url.startswith(("amqp", "pyamqp")) else 9 - level
+
+
+class Publisher:
+    """Registers units in the ledger, then publishes them in batches."""
+
+    def __init__(self, app: Celery, ledger: Ledger) -> None:
+        self.app = app
+        self.ledger = ledger
+
+    def register(self, job_id: str, units_by_step: Mapping[str, Iterable[Unit]]) -> set[str]:
+        """Must precede the parent's finish: ``pending`` never reaches zero too early."""
+        pairs = [(u["id"], step) for step, units in units_by_step.items() for u in units]
+        return self.ledger.register(job_id, pairs)
+
+    def publish(self, chain: Chain, job_id: str, step: str, units: list[Unit],
+                depth: int, countdown: float | None = None) -> None:
+        """Send ``units`` of one step in messages of the step's batch size."""
+        spec = chain.steps[step]
+        envelope: Envelope = {"job": job_id, "step": step, "depth": depth}
+        priority = message_priority(str(self.app.conf.broker_url), spec, depth)
+        for start in range(0, len(units), spec.batch_size):
+            batch = units[start : start + spec.batch_size]
+            self.app.send_task(spec.task, args=[envelope, batch], queue=spec.queue or
+                               spec.task.split(".", 1)[0], priority=priority,
+                               countdown=countdown)
+
+    def spawn(self, chain: Chain, job_id: str, units_by_step: Mapping[str, list[Unit]],
+              depth: int, republish: bool = True) -> None:
+        """Register, then publish the children, skipping those past the chain's max depth.
+
+        A parent on its first run publishes only the children new to the ledger: a
+        child another parent already registered is on its way, and a second message
+        would fetch it twice. A parent that runs again (it may have died between
+        registering and publishing) passes ``republish`` and sends them all.
+        """
+        if depth > chain.max_depth:
+            return
+        new = self.register(job_id, units_by_step)
+        for step, units in units_by_step.items():
+            send = units if republish else [u for u in units if u["id"] in new]
+            if send:
+                self.publish(chain, job_id, step, send, depth)
+
+
+def launch(chain: Chain, params: dict[str, Any], job_id: str | None = None,
+           resources: Resources | None = None) -> Job:
+    """Create the job, register its root unit, publish it; returns the handle."""
+    if resources is None:
+        from external_interface.resources import current
+
+        resources = current()
+    resources.app.loader.import_default_modules()
+    check_chain(chain, resources.app.tasks)
+    job_id = job_id or uuid.uuid4().hex[:16]
+    resources.ledger.create_job(job_id, chain.model_dump(mode="json"), params)
+    Publisher(resources.app, resources.ledger).spawn(
+        chain, job_id, {chain.start: [make_unit(chain.start, params)]}, depth=0
+    )
+    return Job(job_id, resources.ledger)

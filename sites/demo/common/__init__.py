@@ -1,0 +1,1 @@
+"""Demo steps of this platform."""

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+from chains.engine import by_depth, children, make_unit, message_priority, unit_id
+from chains.model import Chain, Link, Step
+
+CHAIN = Chain(
+    name="c", start="list",
+    steps={"list": Step(task="s.p.list"), "item": Step(task="s.p.item", priority=5)},
+    links=[Link(src="list", records="rows", dst="item", map={"item_id": "id"})],
+)
+
+
+def test_unit_ids_depend_on_step_and_params_only() -> None:
+    assert unit_id("item", {"a": 1, "b": 2}) == unit_id("item", {"b": 2, "a": 1})
+    assert unit_id("item", {"a": 1}) != unit_id("list", {"a": 1})
+    assert unit_id("item", {"a": 1}) != unit_id("item", {"a": 2})
+
+
+def test_children_map_fields_and_collapse_duplicates() -> None:
+    rows = [{"id": "x", "other": 1}, {"id": "y"}, {"id": "x", "other": 2}]
+    kids = children(CHAIN, "list", {"rows": rows}, next_page={"page": 2})
+    assert [u["params"] for u in kids["item"]] == [{"item_id": "x"}, {"item_id": "y"}]
+    assert kids["list"] == [make_unit("list", {"page": 2}, page=1)]
+    assert [u["page"] for u in kids["item"]] == [0, 0]
+
+
+def test_records_of_other_names_do_not_fan_out() -> None:
+    assert children(CHAIN, "list", {"other": [{"id": "x"}]}, next_page=None) == {}
+
+
+def test_deeper_units_run_first_on_both_brokers() -> None:
+    step = CHAIN.steps["item"]
+    # RabbitMQ serves the highest number first, Redis the lowest.
+    assert message_priority("amqp://h", step, 4) > message_priority("amqp://h", step, 0)
+    assert message_priority("redis://h", step, 4) < message_priority("redis://h", step, 0)
+
+
+def test_a_next_page_keeps_its_lists_depth_and_a_linked_child_goes_deeper() -> None:
+    kids = children(CHAIN, "list", {"rows": [{"id": "x"}]}, next_page={"page": 2})
+    grouped = by_depth("list", 3, {s: {u["id"]: u for u in us} for s, us in kids.items()})
+    assert [u["params"] for u in grouped[3]["list"]] == [{"page": 2}]
+    assert [u["params"] for u in grouped[4]["item"]] == [{"item_id": "x"}]

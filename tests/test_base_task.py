@@ -1,0 +1,65 @@
+"""The base task's own rules: fan-out sources, poison units."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from base_task import Parsed, backoff_s
+from chains.demo import demo
+from chains.engine import unit_id
+from external_interface import keys
+from sandbox.cluster import running_cluster
+from sandbox.server import Faults
+from sandbox.world import World
+from sites.demo.h5.feed import FeedEntry
+
+
+def test_items_and_follow_lists_are_both_fan_out_sources() -> None:
+    entry = FeedEntry(id="a1", title="t", author_id="u1", author_name="n")
+    parsed = Parsed(items=[entry], follow={"tags": [{"tag": "x"}]})
+    records = parsed.records()
+    assert records["feed_entries"] == [entry.model_dump()]
+    assert records["tags"] == [{"tag": "x"}]
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_unit_whose_child_dies_every_time_ends_as_poison_and_the_job_finishes(
+        tmp_path: Path) -> None:
+    world = World(seed=3)
+    victim = sorted({a.author_id for a in world.articles.values()})[0]
+    faults = Faults(slow_users=frozenset({victim}), slow_s=30.0)
+    with running_cluster(tmp_path, world, concurrency=1, faults=faults) as cluster:
+        job = cluster.launch(demo, page=1)
+        victim_unit = unit_id("user_info", {"user_id": victim})
+        deliveries = keys.job(job.job_id, "deliveries")
+        kills, deadline = 0, time.monotonic() + 180
+        while job.status()["state"] == "running" and time.monotonic() < deadline:
+            starts = int(cluster.resources.redis.hget(deliveries, victim_unit) or 0)
+            if starts > kills:  # the victim is being fetched: kill the child holding it
+                time.sleep(0.3)
+                for child in psutil.Process(cluster.workers[0].pid).children():
+                    child.send_signal(signal.SIGKILL)
+                kills += 1
+            time.sleep(0.1)
+        status = job.wait(timeout=10)
+    [failure] = status["failures"]
+    assert failure["params"] == {"user_id": victim}
+    assert failure["reason"].startswith("PermanentError: poison unit")
+    expected = world.expected()
+    for step, want in expected.items():
+        failed = 1 if step == "user_info" else 0
+        assert status["steps"][step]["done"] == want["units"] - failed, step
+
+
+@pytest.mark.parametrize("base", [0.2, 1.0, 1.5])
+def test_backoff_grows_with_retries_is_jittered_and_capped_for_any_base(base: float) -> None:
+    for retries in range(8):
+        delays = [backoff_s(base, retries, 5.0) for _ in range(200)]
+        assert all(0.0 <= d <= min(5.0, base * 2 ** retries) for d in delays)
+        assert len(set(delays)) > 100  # jittered, not one value

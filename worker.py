@@ -1,0 +1,84 @@
+"""The Celery app: config -> app, the task base, the site tasks, the signals.
+
+    celery -A worker worker -Q demo --concurrency 2
+
+JSON only; late acks with requeue when a pool child dies (bounded by the ledger's
+poison count); prefetch 1; a Redis visibility timeout above every time limit and
+countdown; publishing that rides out a short broker blip.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from celery import Celery
+from celery.signals import worker_process_init
+
+from chains.schedule import beat_schedule, declared_schedules
+from config import Settings, get_settings
+from external_interface import resources
+
+SITES = Path(__file__).resolve().parent / "sites"
+
+
+def site_task_modules() -> list[str]:
+    """Every step module under ``sites/<site>/<platform>/<step>.py``."""
+    return sorted(
+        ".".join(p.relative_to(SITES.parent).with_suffix("").parts)
+        for p in SITES.glob("*/*/*.py")
+        if p.name != "__init__.py"
+    )
+
+
+def route_by_site(name: str, args: Any, kwargs: Any, options: Any, **_: Any) -> dict[str, str]:
+    """One queue per site: ``demo.h5.feed`` goes to ``demo``."""
+    return {"queue": name.split(".", 1)[0]}
+
+
+def make_app(settings: Settings) -> Celery:
+    task = settings.task
+    app = Celery("crawlchain", include=[*site_task_modules(), "chains.tasks"])
+    app.conf.update(
+        broker_url=settings.broker.broker_url,
+        task_serializer="json",
+        accept_content=["json"],
+        result_accept_content=["json"],
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        task_soft_time_limit=task.soft_time_limit_s,
+        task_time_limit=task.time_limit_s,
+        task_routes=(route_by_site,),
+        task_default_queue="crawlchain",
+        worker_prefetch_multiplier=1,
+        worker_send_task_events=True,
+        task_send_sent_event=False,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={
+            "visibility_timeout": settings.broker.visibility_timeout,
+            # kombu sweeps for abandoned messages every interval x throttle seconds
+            # (100 s by default): a dead host's units come back soon after the timeout.
+            "unacked_restore_interval": max(1, min(10, settings.broker.visibility_timeout // 10)),
+            "unacked_restore_throttle": 1,
+            "priority_steps": list(range(10)),
+            "sep": ":",
+            "queue_order_strategy": "priority",
+        },
+        task_publish_retry=True,
+        task_publish_retry_policy={
+            "max_retries": settings.broker.publish_max_retries,
+            "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3.0,
+        },
+        beat_schedule=beat_schedule(declared_schedules()),
+    )
+    return app
+
+
+@worker_process_init.connect
+def _fresh_clients_in_child(**_: Any) -> None:
+    """A forked pool child builds its own clients; it never reuses its parent's sockets."""
+    resources.reset()
+
+
+app = make_app(get_settings())
