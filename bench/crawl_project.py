@@ -1,0 +1,210 @@
+"""This project's side of ``bench/crawl.py``: a private cluster, one crawl, its figures.
+
+A cluster is what production runs, started fresh for every measured run: the
+embedded ``redis-server`` on a unix socket (AOF on, as by default) and K Celery
+workers as real processes on queue ``properties``, items in SQLite. Every process
+runs under ``timeout`` so it ends by itself, and is stopped by pid.
+
+A run launches the chain (one job, or one job per shard) once the workers answer
+a ping, and ends when the ledger says every job finished. CPU counts every
+process that crawls: redis, the workers with their pool children (storage is
+SQLite inside them) and the launcher's own CPU for the launch calls. Wall time is
+the ledger's, from the first job's creation to the last job's finish.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.proctree import Watch, cpu_between, machine_busy_s
+from chains.engine import launch
+from chains.model import Chain
+from external_interface.resources import Resources
+from sandbox.cluster import local_env, resources_for
+from utils import embedded_redis
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_LIFE_S = 2 * 3600
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the project's concurrency is laid out over processes and threads."""
+
+    workers: int = 1
+    pool: str = "prefork"
+    worker_concurrency: int = 2
+    unit_threads: int = 8  # per worker process: units of one batch fetched at once
+
+    @property
+    def label(self) -> str:
+        return f"{self.workers}x{self.pool}-c{self.worker_concurrency}-t{self.unit_threads}"
+
+    @classmethod
+    def for_concurrency(cls, concurrency: int, workers: int, pool: str,
+                        worker_concurrency: int) -> Layout:
+        """Spread ``concurrency`` in-flight fetches over every pool process's unit threads."""
+        processes = workers * (worker_concurrency if pool == "prefork" else 1)
+        return cls(workers, pool, worker_concurrency, max(1, math.ceil(concurrency / processes)))
+
+
+@dataclass
+class RunResult:
+    """One measured crawl: pages, seconds, CPU seconds of every process involved."""
+
+    crawler: str
+    pages: int
+    items: int
+    crawl_s: float
+    cpu_s: float
+    peak_rss_mb: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def record(self) -> dict[str, Any]:
+        return {"crawler": self.crawler, "pages": self.pages, "items": self.items,
+                "crawl_s": round(self.crawl_s, 3), "cpu_s": round(self.cpu_s, 3),
+                "pages_per_s": round(self.pages / self.crawl_s, 1),
+                "pages_per_cpu_s": round(self.pages / self.cpu_s, 1),
+                "peak_rss_mb": self.peak_rss_mb, **self.extra}
+
+
+class Cluster:
+    """redis-server and the workers in ``workdir``, for one run."""
+
+    def __init__(self, workdir: Path, base_url: str, layout: Layout,
+                 log_level: str = "WARNING") -> None:
+        self.workdir = workdir
+        self.layout = layout
+        self.log_level = log_level
+        self.socket = workdir / "redis.sock"
+        self.env = local_env(workdir, self.socket, {
+            "PROPERTIES_BASE_URL": base_url,
+            "TASK_UNIT_THREADS": str(layout.unit_threads),
+        })
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._resources: Resources | None = None
+
+    def start(self) -> Cluster:
+        (self.workdir / "redis").mkdir(parents=True, exist_ok=True)
+        self.procs["redis"] = self._spawn("redis", embedded_redis.command(
+            self.workdir / "redis", self.socket))
+        embedded_redis.wait_ready(self.socket, self.procs["redis"])
+        for i in range(self.layout.workers):
+            self.procs[f"worker{i}"] = self._spawn(f"worker{i}", [
+                sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", "properties",
+                "--pool", self.layout.pool, "--concurrency", str(self.layout.worker_concurrency),
+                "--hostname", f"bench{i}@%h", "--loglevel", self.log_level,
+                "--without-mingle", "--without-gossip"])
+        self._wait_workers()
+        return self
+
+    def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen[bytes]:
+        with (self.workdir / f"{name}.log").open("ab") as log:
+            return subprocess.Popen(
+                ["timeout", "--kill-after=30", str(MAX_LIFE_S), *cmd], cwd=ROOT, env=self.env,
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                start_new_session=True)
+
+    def _wait_workers(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dead = [n for n, p in self.procs.items() if p.poll() is not None]
+            if dead:
+                raise RuntimeError(f"{dead} exited during start-up; see {self.workdir}/*.log")
+            if len(self.resources.app.control.ping(timeout=0.5)) >= self.layout.workers:
+                return
+        raise TimeoutError(f"workers did not answer a ping within {timeout}s")
+
+    @property
+    def resources(self) -> Resources:
+        """Clients built from the cluster's environment, as a launching shell would."""
+        if self._resources is None:
+            self._resources = resources_for(self.env)
+        return self._resources
+
+    def stop(self) -> None:
+        """Workers first (warm shutdown), then redis; KILL the group of any that lingers."""
+        for name in sorted(self.procs, key=lambda n: n == "redis"):
+            proc = self.procs[name]
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                with suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        if self._resources is not None:
+            self._resources.store.close()
+            self._resources.redis.close()
+
+
+def crawl(cluster: Cluster, chain: Chain, roots: list[dict[str, Any]], timeout: float,
+          export: Path | None = None) -> RunResult:
+    """Launch one job per root and wait for all; every process's CPU over the crawl.
+
+    ``export`` receives the stored items as JSON lines afterwards (outside the window).
+    """
+    res = cluster.resources
+    res.app.loader.import_default_modules()
+    roots_pids = {name: proc.pid for name, proc in cluster.procs.items()}
+    with Watch(roots_pids) as watch:
+        before, busy, started = watch.snapshot(), machine_busy_s(), time.monotonic()
+        launch_cpu = time.thread_time()
+        jobs = [launch(chain, params, resources=res).job_id for params in roots]
+        launch_cpu = time.thread_time() - launch_cpu
+        wait_finished(res, jobs, timeout)
+        after, busy, window = watch.snapshot(), machine_busy_s() - busy, \
+            time.monotonic() - started
+        peak = watch.peak_rss_mb(n for n in roots_pids if n.startswith("worker"))
+    cpu = cpu_between(before, after, roots_pids) + launch_cpu
+    if export is not None:
+        export_items(res, export)
+    return summarize(res, chain, jobs, cpu, peak, {
+        "redis_cpu_s": round(cpu_between(before, after, ["redis"]), 3),
+        "launch_cpu_s": round(launch_cpu, 4), "jobs": len(jobs),
+        "window_s": round(window, 3), "window_busy_s": round(busy, 3),
+        "window_own_cpu_s": round(cpu, 3)})
+
+
+def export_items(res: Resources, path: Path) -> None:
+    with path.open("w") as out:
+        for record in res.store.read("properties"):
+            out.write(json.dumps(record["data"]) + "\n")
+
+
+def wait_finished(res: Resources, jobs: list[str], timeout: float) -> None:
+    """Poll one unfinished job at a time (the poll's Redis CPU stays negligible)."""
+    deadline = time.monotonic() + timeout
+    left = list(jobs)
+    while left:
+        if res.ledger.state(left[0]) == "finished":
+            left.pop(0)
+            continue
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{len(left)} of {len(jobs)} jobs unfinished after {timeout}s")
+        time.sleep(0.05)
+
+
+def summarize(res: Resources, chain: Chain, jobs: list[str], cpu_s: float, peak: float,
+              extra: dict[str, Any]) -> RunResult:
+    """Pages are units done (every fetched and parsed page); failures are reported."""
+    metas = [res.ledger.meta(j) for j in jobs]
+    counts = [step for j in jobs for step in res.ledger.counts(j).values()]
+    crawl_s = (max(float(m["finished_at"]) for m in metas)
+               - min(float(m["created_at"]) for m in metas))
+    failed = sum(c.get("failed", 0) for c in counts)
+    items = res.store.count("properties") if "detail" in chain.steps else 0
+    return RunResult("project", sum(c.get("done", 0) for c in counts), items, crawl_s, cpu_s,
+                     peak, {**extra, "failed": failed,
+                            "retried": sum(c.get("retried", 0) for c in counts)})

@@ -1,0 +1,1 @@
+"""The properties site's web pages: index pages and property detail pages."""
