@@ -1,0 +1,273 @@
+"""What one fault-injection run measured, and how the harness waits on a job it is hurting.
+
+The figures come from outside the crawler wherever they can: the expected item
+keys from the sandbox's data (``expected_keys``), executions from the sandbox's
+own request log, stored keys from the item store. Only dead letters and the
+items counter come from the ledger, because what they measure is what the
+ledger says.
+
+* lost: expected item keys, minus stored keys, minus the keys of units that
+  were dead-lettered with a reason (a unit that failed for good is accounted
+  for, not lost; whether it *should* have failed is the scenario's own check);
+* duplicate items: records stored more than once (rows minus distinct keys),
+  plus items the job counted beyond the distinct keys stored;
+* duplicate executions: 200 answers delivered for one URL beyond the first;
+  failed fetches (503, 429, a timeout) are retries, not executions;
+* drain: seconds from the fault's injection to the job's ``finished_at``.
+
+Every wait here is bounded in time, and polls tolerate the state Redis being
+away (it is the broker too, and some scenarios kill it).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import redis
+
+from chains.engine import unit_id
+from external_interface.ledger import Failure
+from sandbox.cluster import Cluster
+from sandbox.server import Hit
+from sandbox.world import World, expected_keys
+
+POLL_S = 0.05
+
+
+@dataclass
+class Trial:
+    """One run of one scenario: the cluster, the seeded dice, and what happened so far."""
+
+    cluster: Cluster
+    rng: random.Random
+    world: World
+    concurrency: int = 2
+    job_id: str | None = None
+    fault_at: float | None = None  # time.time() of the (first) injection
+    expected_failures: dict[str, str] = field(default_factory=dict)  # unit id -> reason prefix
+    exempt_urls: set[str] = field(default_factory=set)  # re-executed on purpose (poison)
+    notes: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # found while injecting
+    stopped: set[int] = field(default_factory=set)  # worker pids the harness itself stopped
+
+    def fault(self) -> None:
+        """Mark the injection moment (the first call wins)."""
+        if self.fault_at is None:
+            self.fault_at = time.time()
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def problem(self, text: str) -> None:
+        self.problems.append(text)
+
+    def stop_worker(self, sig: int) -> None:
+        """Signal the first worker's process group and reap it, as a fault (not a crash)."""
+        proc = self.cluster.workers[0]
+        self.stopped.add(proc.pid)
+        self.cluster.kill_worker(proc, sig)
+
+    def total_units(self) -> int:
+        return sum(step["units"] for step in self.world.expected().values())
+
+
+@dataclass
+class RunResult:
+    """The figures of one run and what went wrong in it, if anything."""
+
+    lost: int
+    duplicate_items: int
+    duplicate_executions: int
+    drain_s: float
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.lost == 0 and self.duplicate_items == 0 and not self.problems
+
+
+# -- waiting on the job --------------------------------------------------------------
+def units_finished(trial: Trial) -> int | None:
+    """Units done, skipped or failed so far; None while the state Redis is unreachable."""
+    if trial.job_id is None:
+        return None
+    try:
+        counts = trial.cluster.resources.ledger.counts(trial.job_id)
+    except redis.RedisError:
+        return None
+    return sum(s["done"] + s["skipped"] + s["failed"] for s in counts.values())
+
+
+def poll(predicate: Callable[[], bool], timeout: float) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` passes; True if it held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(POLL_S)
+    return False
+
+
+def at_random_progress(trial: Trial, low: float = 0.1, high: float = 0.7,
+                       timeout: float = 60.0) -> float:
+    """Block until a seeded random share of the job's units has finished; return it.
+
+    The share, not a delay, picks the moment: the fault then lands mid-job
+    whatever the machine's speed.
+    """
+    share = trial.rng.uniform(low, high)
+    target = max(1, int(share * trial.total_units()))
+    if not poll(lambda: (units_finished(trial) or 0) >= target, timeout):
+        trial.note(f"progress {share:.2f} not reached in {timeout:.0f}s; injected anyway")
+    return share
+
+
+def job_state(trial: Trial) -> str | None:
+    if trial.job_id is None:
+        return None
+    try:
+        return trial.cluster.resources.ledger.state(trial.job_id)
+    except redis.RedisError:
+        return None
+
+
+def wait_finished(trial: Trial, timeout: float) -> bool:
+    """Wait for the job to finish (Redis outages tolerated); False past ``timeout``."""
+    if trial.job_id is None:
+        return False
+    return poll(lambda: job_state(trial) == "finished", timeout)
+
+
+# -- measuring ------------------------------------------------------------------------
+def measure(trial: Trial, finished: bool) -> RunResult:
+    """Compare what the store holds and the sandbox served with what the world implies."""
+    stored = trial.cluster.stored_keys()
+    failures = _failures(trial)
+    counted = _items_counted(trial)
+    distinct = sum(len(set(keys)) for keys in stored.values())
+    rows = sum(len(keys) for keys in stored.values())
+    result = RunResult(
+        lost=len(lost_keys(trial.world, stored, failures)),
+        duplicate_items=(rows - distinct) + max(0, counted - distinct),
+        duplicate_executions=duplicate_executions(trial.cluster, trial.exempt_urls),
+        drain_s=_drain_s(trial, finished),
+        problems=list(trial.problems),
+        notes=list(trial.notes),
+    )
+    result.problems += _problems(trial, finished, stored, failures, counted, distinct)
+    return result
+
+
+def lost_keys(world: World, stored: dict[str, list[str]],
+              failures: list[Failure]) -> set[str]:
+    """``collection/key`` of every expected item neither stored nor explained by a dead letter."""
+    excused = dead_letter_keys(world, failures)
+    return {
+        f"{collection}/{key}"
+        for collection, keys in expected_keys(world).items()
+        for key in keys - set(stored.get(collection, [])) - excused.get(collection, set())
+    }
+
+
+def dead_letter_keys(world: World, failures: list[Failure]) -> dict[str, set[str]]:
+    """The items a failed unit and the units below it would have stored.
+
+    Known for the leaf-ward steps the scenarios dead-letter (a profile, an article
+    and its comments); a failure of any other step excuses nothing, so its items
+    count as lost: the harness errs towards reporting.
+    """
+    out: dict[str, set[str]] = {}
+    for failure in failures:
+        params = failure.params
+        if failure.step == "user_info":
+            out.setdefault("users", set()).add(str(params.get("user_id")))
+        elif failure.step == "detail" and params.get("article_id") in world.articles:
+            aid = str(params["article_id"])
+            out.setdefault("articles", set()).add(aid)
+            out.setdefault("comments", set()).update(c["id"] for c in world.comments(aid))
+    return out
+
+
+def successful_executions(hits: list[Hit]) -> Counter[str]:
+    """Per URL, the 200 answers the server managed to write out."""
+    return Counter(h.url for h in hits if h.status == 200 and h.delivered)
+
+
+def duplicate_executions(cluster: Cluster, exempt: set[str]) -> int:
+    assert cluster.sandbox is not None
+    counts = successful_executions(cluster.sandbox.hits())
+    return sum(n - 1 for url, n in counts.items() if n > 1 and url not in exempt)
+
+
+def _failures(trial: Trial) -> list[Failure]:
+    if trial.job_id is None:
+        return []
+    return trial.cluster.resources.ledger.failures(trial.job_id)
+
+
+def _items_counted(trial: Trial) -> int:
+    if trial.job_id is None:
+        return 0
+    counts = trial.cluster.resources.ledger.counts(trial.job_id)
+    return sum(s["items"] for s in counts.values())
+
+
+def _drain_s(trial: Trial, finished: bool) -> float:
+    """From the injection to ``finished_at``; to now if the job never finished."""
+    start = trial.fault_at or time.time()
+    end = time.time()
+    if finished and trial.job_id is not None:
+        meta = trial.cluster.resources.ledger.meta(trial.job_id)
+        end = float(meta.get("finished_at", end))
+    return round(max(0.0, end - start), 2)
+
+
+def _problems(trial: Trial, finished: bool, stored: dict[str, list[str]],
+              failures: list[Failure], counted: int, distinct: int) -> list[str]:
+    """What makes a run fail besides lost and doubled items."""
+    problems = [] if finished else ["the job did not finish"]
+    expected = expected_keys(trial.world)
+    strays = sum(len(set(keys) - expected.get(c, set())) for c, keys in stored.items())
+    if strays:
+        problems.append(f"{strays} stored items the world does not hold")
+    if counted < distinct:
+        problems.append(f"the job counted {counted} items, the store holds {distinct}")
+    problems += _unexpected_failures(trial, failures)
+    return problems + _crashed_workers(trial)
+
+
+def _crashed_workers(trial: Trial) -> list[str]:
+    """Workers that exited although the harness did not stop them, with their last error."""
+    out = []
+    for n, proc in enumerate(trial.cluster.workers):
+        if proc.poll() is None or proc.pid in trial.stopped:
+            continue
+        log = trial.cluster.workdir / f"w{n}.log"
+        lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+        last = next((x for x in reversed(lines) if "CRITICAL" in x or "ERROR" in x), "")
+        out.append(f"worker w{n} exited by itself (code {proc.returncode}): {last[:300]}")
+    return out
+
+
+def _unexpected_failures(trial: Trial, failures: list[Failure]) -> list[str]:
+    """Dead letters the scenario did not ask for, or with another reason than it expects."""
+    problems = []
+    for failure in failures:
+        want = trial.expected_failures.get(failure.unit_id)
+        if want is None or not failure.reason.startswith(want):
+            problems.append(f"unexpected dead letter {failure.step} {failure.params}: "
+                            f"{failure.reason}")
+    missing = set(trial.expected_failures) - {f.unit_id for f in failures}
+    if missing:
+        problems.append(f"{len(missing)} expected dead letters missing")
+    return problems
+
+
+def user_info_unit(user_id: str) -> str:
+    """The unit id of a profile fetch, as the engine derives it."""
+    return unit_id("user_info", {"user_id": user_id})

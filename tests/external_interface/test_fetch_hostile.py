@@ -1,0 +1,380 @@
+"""Hostile and broken servers: every case ends in a classified error or a correct
+result, within the fetch deadline, without reading what it should not.
+
+The servers are raw loopback sockets (``raw_server``) that write exactly the
+bytes a broken or hostile server would: lying Content-Length, broken chunked
+framing, resets, silence, drips, endless bodies and decompression bombs.
+"""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import struct
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from config import FetchSettings
+from exceptions import ClientError, CrawlError, NetworkError, ResponseRejected
+from external_interface.fetch import HTML_TYPES, Fetcher, Request
+from tests.external_interface.raw_server import (
+    MB,
+    Handler,
+    RawServer,
+    compressed,
+    drip,
+    endless,
+    fixed,
+    response,
+    then_silent,
+)
+
+CAP = 1 * MB
+DEADLINE_S = 1.5
+
+
+BOMBS: dict[str, tuple[str, Callable[[], bytes]]] = {
+    "gzip": ("gzip", lambda: compressed("gzip")),
+    "deflate": ("deflate", lambda: compressed("deflate")),
+    "deflate-raw": ("deflate", lambda: compressed("deflate-raw")),
+    "br": ("br", lambda: compressed("br")),
+    "gzip-gzip": ("gzip, gzip", lambda: gzip.compress(compressed("gzip"))),
+    "deflate-gzip": ("deflate, gzip", lambda: gzip.compress(compressed("deflate"))),
+}
+
+
+def _drip_status(conn: socket.socket, head: bytes) -> bool:
+    for byte in response("200 OK", b"late", Content_Length="4"):
+        conn.sendall(bytes([byte]))
+        time.sleep(0.2)
+    return False
+
+
+def _reset(conn: socket.socket, head: bytes) -> bool:
+    conn.sendall(response("200 OK", b"x" * 1000, Content_Length="100000"))
+    time.sleep(0.05)
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    return False  # closing with linger 0 sends RST
+
+
+def _chain(conn: socket.socket, head: bytes) -> bool:
+    left = int(head.split(b" ")[1].split(b"=")[1])
+    answer = response("200 OK", b"end", Content_Length="3") if left == 0 else \
+        response("302 Found", Location=f"/chain?left={left - 1}", Content_Length="0")
+    conn.sendall(answer)
+    return True
+
+
+def _chunked(body: bytes) -> Handler:
+    return fixed(response("200 OK", body, Transfer_Encoding="chunked"))
+
+
+def _redirect(location: str, keep: bool = False) -> Handler:
+    return fixed(response("302 Found", Location=location, Content_Length="0"), keep)
+
+
+def _timing_and_framing(srv: RawServer) -> dict[str, Handler]:
+    return {
+        "/ok": fixed(response("200 OK", b"hello", Content_Length="5",
+                              Content_Type="text/html; charset=utf-8"), keep=True),
+        "/silent": then_silent(srv),
+        "/drip-body": drip(response("200 OK", Content_Length="100000"), 0.05),
+        "/drip-headers": drip(b"HTTP/1.1 200 OK\r\nX-Drip: ", 0.05),
+        "/drip-status": _drip_status,
+        "/cl-short": fixed(response("200 OK", b"helloWORLD", Content_Length="5"), keep=True),
+        "/cl-long-close": fixed(response("200 OK", b"hello", Content_Length="100")),
+        "/cl-long-hold": then_silent(srv, response("200 OK", b"hi", Content_Length="100")),
+        "/cl-conflict": fixed(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 10"
+                              b"\r\n\r\nhelloWORLD"),
+        "/chunk-bad-size": _chunked(b"zz\r\nhello\r\n0\r\n\r\n"),
+        "/chunk-truncated": _chunked(b"5\r\nhello\r\n"),
+        "/chunk-short-data": _chunked(b"a\r\nhello"),
+        "/chunk-huge-size": _chunked(b"ffffffffffffffff\r\nhello"),
+        "/chunk-garbage-ext": _chunked(b"5;\x00\xff=\r\nhello\r\n0\r\n\r\n"),
+        "/reset": _reset,
+        "/endless-headers": endless(srv, "/endless-headers", b"HTTP/1.1 200 OK\r\n",
+                                    b"X-Many: header\r\n"),
+    }
+
+
+def _size_and_type(srv: RawServer) -> dict[str, Handler]:
+    piece = b"x" * 65536
+    chunk = b"%x\r\n" % len(piece) + piece + b"\r\n"
+    zipped = gzip.compress(b"\0" * 8 * MB)
+    chunked, video = response("200 OK", Transfer_Encoding="chunked"), response(
+        "200 OK", Content_Type="video/mp4", Transfer_Encoding="chunked")
+    octet = response("200 OK", Content_Type="application/octet-stream",
+                     Content_Length=str(512 * MB))
+    routes = {
+        "/huge-chunked": endless(srv, "/huge-chunked", chunked, chunk),
+        "/huge-close": endless(srv, "/huge-close", response("200 OK", Connection="close"), piece),
+        "/video": endless(srv, "/video", video, chunk),
+        "/octet": endless(srv, "/octet", octet, piece),
+        "/no-type": fixed(response("200 OK", b"<p>hi</p>", Content_Length="9")),
+        "/zip-file": fixed(response("200 OK", zipped, Content_Type="application/x-gzip",
+                                    Content_Length=str(len(zipped)))),
+        "/garbage-gzip": fixed(response("200 OK", b"this is not gzip at all",
+                                        Content_Encoding="gzip", Content_Length="23")),
+    }
+    for name, (encoding, build) in BOMBS.items():
+        body = build()  # built before any fetch: building one takes a while
+        routes[f"/bomb/{name}"] = fixed(response("200 OK", body, Content_Encoding=encoding,
+                                                 Content_Length=str(len(body))))
+    return routes
+
+
+def _redirects() -> dict[str, Handler]:
+    routes = {
+        "/to-bomb": _redirect("/bomb/gzip"),
+        "/redirect-carrying-bomb": fixed(response(
+            "302 Found", compressed("gzip"), Location="/ok", Content_Encoding="gzip",
+            Content_Length="9999999")),
+        "/redirect-dripping": drip(response("302 Found", Location="/ok",
+                                            Content_Length="100000"), 0.05),
+        "/chain": _chain,
+        "/loop": _redirect("/loop", keep=True),
+        "/bad-location": _redirect("http://[bad/x"),
+        "/utf8-location": fixed(("HTTP/1.1 302 Found\r\nContent-Length: 0\r\nLocation: "
+                                 "/caf\u00e9 menu?q=a b#frag\r\n\r\n").encode("utf-8"), True),
+        "/caf%C3%A9%20menu": fixed(response("200 OK", b"menu", Content_Length="4"), True),
+    }
+    for target in ("javascript:alert(1)", "mailto:a@b.c", "data:text/html,x",
+                   "file:///etc/passwd", "ftp://127.0.0.1/x", "gopher://127.0.0.1/"):
+        routes[f"/to/{target.split(':')[0]}"] = _redirect(target)
+    return routes
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RawServer]:
+    srv = RawServer()
+    srv.routes = {**_timing_and_framing(srv), **_size_and_type(srv), **_redirects()}
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def fetcher() -> Fetcher:
+    return Fetcher(FetchSettings(deadline_s=DEADLINE_S, connect_timeout_s=0.5, read_timeout_s=5,
+                                 max_body_bytes=CAP, max_redirects=5))
+
+
+def fetch_fails(fetcher: Fetcher, request: Request, error: type[CrawlError]) -> CrawlError:
+    """Fetch, expecting ``error``, and prove the deadline held (with scheduling slack)."""
+    started = time.monotonic()
+    with pytest.raises(error) as caught:
+        fetcher.fetch(request)
+    assert time.monotonic() - started < DEADLINE_S + 1.0
+    return caught.value
+
+
+# -- no answer, slow answers ---------------------------------------------------
+def test_connect_to_a_listener_with_a_full_backlog_times_out(fetcher: Fetcher) -> None:
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+    port, fillers = listener.getsockname()[1], []
+    try:
+        for _ in range(16):  # fill the accept queue until a connect stalls
+            filler = socket.socket()
+            filler.settimeout(0.2)
+            fillers.append(filler)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except TimeoutError:
+                break
+        error = fetch_fails(fetcher, Request(f"http://127.0.0.1:{port}/"), NetworkError)
+        assert "ConnectTimeout" in str(error)
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+@pytest.mark.parametrize("path", ["/silent", "/drip-body", "/drip-headers", "/drip-status",
+                                  "/cl-long-hold"])
+def test_silence_and_drips_end_at_the_wall_clock_deadline(
+        fetcher: Fetcher, server: RawServer, path: str) -> None:
+    fetch_fails(fetcher, Request(server.base + path), NetworkError)
+
+
+@pytest.mark.parametrize("peer", [
+    then_silent,  # accepts, never answers the ClientHello
+    lambda srv: drip(b"\x16\x03\x03\x40\x00", 0.05),  # a 16 KB handshake record, byte by byte
+])
+def test_a_stalled_or_dripping_tls_handshake_ends_at_the_deadline(
+        peer: Callable[[RawServer], Handler]) -> None:
+    srv = RawServer()
+    srv.raw = peer(srv)
+    patient = Fetcher(FetchSettings(deadline_s=DEADLINE_S, connect_timeout_s=10,
+                                    read_timeout_s=10))  # timeouts past the deadline
+    try:
+        fetch_fails(patient, Request(f"https://127.0.0.1:{srv.port}/"), NetworkError)
+    finally:
+        srv.close()
+
+
+def test_a_dripping_redirect_body_is_never_waited_for(fetcher: Fetcher, server: RawServer) -> None:
+    assert fetcher.fetch(Request(server.base + "/redirect-dripping")).body == b"hello"
+
+
+# -- framing ---------------------------------------------------------------------
+def test_content_length_shorter_than_the_body_is_obeyed_and_does_not_poison_keepalive(
+        fetcher: Fetcher, server: RawServer) -> None:
+    assert fetcher.fetch(Request(server.base + "/cl-short")).body == b"hello"
+    assert fetcher.fetch(Request(server.base + "/ok")).body == b"hello"
+
+
+def test_content_length_longer_than_the_body_is_a_network_error(
+        fetcher: Fetcher, server: RawServer) -> None:
+    error = fetch_fails(fetcher, Request(server.base + "/cl-long-close"), NetworkError)
+    assert "IncompleteRead" in str(error) or "broken" in str(error)
+
+
+def test_conflicting_content_lengths_are_refused(fetcher: Fetcher, server: RawServer) -> None:
+    fetch_fails(fetcher, Request(server.base + "/cl-conflict"), ResponseRejected)
+
+
+@pytest.mark.parametrize("path", ["/chunk-bad-size", "/chunk-truncated", "/chunk-short-data",
+                                  "/chunk-huge-size", "/reset"])
+def test_broken_chunked_encoding_and_resets_are_network_errors(
+        fetcher: Fetcher, server: RawServer, path: str) -> None:
+    fetch_fails(fetcher, Request(server.base + path), NetworkError)
+
+
+def test_a_chunk_extension_full_of_garbage_still_reads_the_chunks(
+        fetcher: Fetcher, server: RawServer) -> None:
+    assert fetcher.fetch(Request(server.base + "/chunk-garbage-ext")).body == b"hello"
+
+
+def test_endless_headers_are_a_classified_error(fetcher: Fetcher, server: RawServer) -> None:
+    fetch_fails(fetcher, Request(server.base + "/endless-headers"), NetworkError)
+
+
+@pytest.mark.parametrize("url", ["http://[bad/", "", "   ", "http://h:99999/", "http://a..b/",
+                                 "http://\x00/", "javascript:alert(1)", "//no-scheme/x"])
+def test_a_malformed_request_url_is_a_permanent_error_not_a_crash(
+        fetcher: Fetcher, url: str) -> None:
+    with pytest.raises((ClientError, ResponseRejected)):
+        fetcher.fetch(Request(url))
+
+
+def test_a_header_injection_attempt_is_refused_before_sending(
+        fetcher: Fetcher, server: RawServer) -> None:
+    with pytest.raises(ClientError, match="header"):
+        fetcher.fetch(Request(server.base + "/ok", headers={"X-Id": "1\r\nX-Evil: 1"}))
+    assert not any(b"X-Evil" in head for head in server.heads)
+
+
+# -- size --------------------------------------------------------------------------
+@pytest.mark.parametrize("path", ["/huge-chunked", "/huge-close"])
+def test_an_endless_body_is_cut_at_the_cap_long_before_its_end(
+        fetcher: Fetcher, server: RawServer, path: str) -> None:
+    error = fetch_fails(fetcher, Request(server.base + path), ResponseRejected)
+    assert "decoded bytes" in str(error)
+    assert server.finished[path].wait(5)
+    assert server.sent[path] < 64 * MB  # of 256 MB on offer; the rest sat in socket buffers
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_decompression_bombs_stop_at_the_decoded_cap(
+        fetcher: Fetcher, server: RawServer, name: str) -> None:
+    fetcher.fetch(Request(server.base + "/ok"))  # warm the connection pool
+    tracemalloc.start()
+    try:
+        error = fetch_fails(fetcher, Request(f"{server.base}/bomb/{name}"), ResponseRejected)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "decoded bytes" in str(error)
+    assert peak < 16 * MB  # a 64 MB bomb never lands in memory
+
+
+def test_a_bomb_behind_a_redirect_stops_at_the_cap(fetcher: Fetcher, server: RawServer) -> None:
+    error = fetch_fails(fetcher, Request(server.base + "/to-bomb"), ResponseRejected)
+    assert "decoded bytes" in str(error) and str(error.url).endswith("/bomb/gzip")
+
+
+def test_a_redirect_carrying_a_bomb_body_is_followed_without_reading_it(
+        fetcher: Fetcher, server: RawServer) -> None:
+    assert fetcher.fetch(Request(server.base + "/redirect-carrying-bomb")).body == b"hello"
+
+
+def test_a_body_that_is_not_what_its_encoding_says_is_rejected(
+        fetcher: Fetcher, server: RawServer) -> None:
+    error = fetch_fails(fetcher, Request(server.base + "/garbage-gzip"), ResponseRejected)
+    assert "Content-Encoding" in str(error)
+
+
+def test_a_gzip_file_body_is_kept_as_is_for_a_capped_gunzip(
+        fetcher: Fetcher, server: RawServer) -> None:
+    from utils.decode import gunzip_capped
+
+    body = fetcher.fetch(Request(server.base + "/zip-file")).body
+    with pytest.raises(ResponseRejected):
+        gunzip_capped(body, CAP)
+
+
+# -- content types ----------------------------------------------------------------
+@pytest.mark.parametrize(("path", "accept"), [
+    ("/video", HTML_TYPES), ("/octet", HTML_TYPES), ("/video", ("text/*",)),
+])
+def test_an_unwanted_content_type_is_refused_after_the_headers_unread(
+        fetcher: Fetcher, server: RawServer, path: str, accept: tuple[str, ...]) -> None:
+    error = fetch_fails(fetcher, Request(server.base + path, accept_types=accept),
+                        ResponseRejected)
+    assert "content type" in str(error)
+    assert server.finished[path].wait(5)
+    assert server.sent[path] < 16 * MB  # only what socket buffers took before the close
+
+
+@pytest.mark.parametrize(("path", "accept"), [
+    ("/ok", HTML_TYPES), ("/ok", ("text/*",)), ("/ok", ("*/*",)), ("/no-type", HTML_TYPES),
+])
+def test_a_wanted_or_undeclared_content_type_is_read(
+        fetcher: Fetcher, server: RawServer, path: str, accept: tuple[str, ...]) -> None:
+    assert fetcher.fetch(Request(server.base + path, accept_types=accept)).status == 200
+
+
+# -- redirects ---------------------------------------------------------------------
+def test_a_redirect_chain_within_the_cap_is_followed(fetcher: Fetcher, server: RawServer) -> None:
+    response = fetcher.fetch(Request(server.base + "/chain?left=5"))
+    assert response.body == b"end" and response.url.endswith("/chain?left=0")
+
+
+@pytest.mark.parametrize("path", ["/chain?left=6", "/loop"])
+def test_long_chains_and_loops_stop_at_the_hop_cap(
+        fetcher: Fetcher, server: RawServer, path: str) -> None:
+    assert "redirects" in str(fetch_fails(fetcher, Request(server.base + path), ResponseRejected))
+
+
+@pytest.mark.parametrize("scheme", ["javascript", "mailto", "data", "file", "ftp", "gopher"])
+def test_redirects_to_non_http_schemes_are_refused(
+        fetcher: Fetcher, server: RawServer, scheme: str) -> None:
+    error = fetch_fails(fetcher, Request(f"{server.base}/to/{scheme}"), ResponseRejected)
+    assert scheme in str(error) and error.status == 302
+
+
+def test_an_unparseable_location_is_refused(fetcher: Fetcher, server: RawServer) -> None:
+    fetch_fails(fetcher, Request(server.base + "/bad-location"), ResponseRejected)
+
+
+def test_a_raw_utf8_location_with_spaces_is_followed_percent_encoded(
+        fetcher: Fetcher, server: RawServer) -> None:
+    response = fetcher.fetch(Request(server.base + "/utf8-location"))
+    assert response.body == b"menu"
+    assert response.url.endswith("/caf%C3%A9%20menu?q=a%20b")
+
+
+def test_authorization_is_dropped_when_a_redirect_leaves_the_origin(fetcher: Fetcher) -> None:
+    other = RawServer({"/landing": fixed(response("200 OK", b"ok", Content_Length="2"))})
+    first = RawServer({"/go": fixed(response("302 Found", Location=f"{other.base}/landing",
+                                             Content_Length="0"))})
+    try:
+        fetcher.fetch(Request(f"{first.base}/go", headers={"Authorization": "Bearer t0ken",
+                                                            "X-Site": "kept"}))
+        assert b"Bearer t0ken" in first.heads[0]
+        assert b"t0ken" not in other.heads[0] and b"X-Site: kept" in other.heads[0]
+    finally:
+        first.close()
+        other.close()
