@@ -1,0 +1,1 @@
+"""Seeing jobs: summaries, live progress, metrics."""

@@ -1,0 +1,121 @@
+"""The Prometheus exporter: one /metrics for the cluster, from the Redis counters and ledger."""
+
+from __future__ import annotations
+
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+import redis
+from prometheus_client.parser import text_string_to_metric_families
+
+from chains.job import Job
+from external_interface.ledger import Ledger
+from monitor.exporter import ExporterServer, Source, escape, recent_jobs
+from monitor.metrics import Metrics
+from sandbox.cluster import Cluster
+from tests.monitor.conftest import start_module, stop
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+def samples(text: str) -> Samples:
+    """Parsed with Prometheus' own parser: the text must be valid exposition format."""
+    return {(s.name, frozenset(s.labels.items())): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(parsed: Samples, name: str, **labels: str) -> float:
+    return parsed[(name, frozenset(labels.items()))]
+
+
+def get(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        assert reply.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+        return str(reply.read().decode())
+
+
+@pytest.fixture
+def local_exporter(redis_client: redis.Redis) -> Iterator[str]:
+    server = ExporterServer(Source(redis_client, None), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_counters_are_labelled_by_site_platform_step_and_one_bounded_label(
+        redis_client: redis.Redis, local_exporter: str) -> None:
+    metrics = Metrics(redis_client)
+    metrics.unit_started("demo.h5.feed", 3)
+    metrics.units_finished("demo.h5.feed", {"done": 2, "failed": 1}, {"NotFound": 1})
+    metrics.fetched("demo.h5.feed", 200, 512, 0.2)
+    metrics.stored("demo.h5.feed", 7)
+    parsed = samples(get(local_exporter + "/metrics"))
+    feed = {"site": "demo", "platform": "h5", "step": "feed"}
+    assert value(parsed, "crawlchain_units_started_total", **feed) == 3
+    assert value(parsed, "crawlchain_units_finished_total", **feed, outcome="done") == 2
+    assert value(parsed, "crawlchain_units_failed_by_error_total", **feed, error="NotFound") == 1
+    assert value(parsed, "crawlchain_fetch_responses_total", **feed, status="200") == 1
+    assert value(parsed, "crawlchain_fetch_bytes_total", **feed) == 512
+    assert value(parsed, "crawlchain_items_stored_total", **feed) == 7
+    assert value(parsed, "crawlchain_fetch_duration_seconds_bucket", **feed, le="0.25") == 1
+    assert value(parsed, "crawlchain_fetch_duration_seconds_bucket", **feed, le="0.1") == 0
+    assert value(parsed, "crawlchain_fetch_duration_seconds_count", **feed) == 1
+
+
+def test_other_paths_are_not_found(local_exporter: str) -> None:
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(local_exporter + "/", timeout=10)
+    assert err.value.code == 404
+
+
+def test_job_gauges_are_bounded_to_running_and_recent_jobs(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    for job_id in ("old", "new", "live"):
+        ledger.create_job(job_id, {}, {})
+    redis_client.hset("cc:job:{old}:meta", mapping={"state": "finished", "finished_at": 1000.0})
+    redis_client.hset("cc:job:{new}:meta", mapping={"state": "finished", "finished_at": 9000.0})
+    picked = [job_id for job_id, _ in recent_jobs(ledger, recent_s=900, now=9500.0)]
+    assert sorted(picked) == ["live", "new"]
+    assert len(recent_jobs(ledger, max_jobs=1, now=9500.0)) == 1
+
+
+def test_label_values_are_escaped() -> None:
+    assert escape('a"b\\c\nd') == 'a\\"b\\\\c\\nd'
+
+
+@pytest.mark.integration
+def test_metrics_endpoint_equals_the_ledger_counts_of_a_finished_job(
+        cluster: Cluster, finished_job: Job) -> None:
+    proc = start_module(cluster, "monitor.exporter", "--port", "0", "--workers", "1")
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[-1]
+        assert url.startswith("http://127.0.0.1:")
+        parsed = samples(get(url))
+    finally:
+        stop(proc)
+    job = finished_job.job_id
+    counts = cluster.resources.ledger.counts(job)
+    for step, fields in counts.items():
+        for state in ("spawned", "done", "failed", "skipped"):
+            assert value(parsed, "crawlchain_job_units", job_id=job, step=step,
+                         state=state) == fields[state], (step, state)
+        assert value(parsed, "crawlchain_job_items", job_id=job, step=step) == fields["items"]
+    assert value(parsed, "crawlchain_job_pending", job_id=job) == 0
+    assert value(parsed, "crawlchain_job_info", job_id=job, state="finished") == 1
+    assert value(parsed, "crawlchain_queue_messages", queue="demo") == 0
+    assert value(parsed, "crawlchain_workers_alive") == 1
+
+
+@pytest.mark.integration
+def test_unit_counters_from_every_worker_equal_the_ledger(
+        cluster: Cluster, finished_job: Job) -> None:
+    """Counters from every worker equal the ledger's totals over every job of the cluster."""
+    data = Metrics(cluster.resources.redis).read()
+    ledger = cluster.resources.ledger
+    ledger_done = sum(c["done"] for j in ledger.job_ids(1000) for c in ledger.counts(j).values())
+    assert data.total("units", "done") == ledger_done

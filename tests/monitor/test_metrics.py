@@ -1,0 +1,123 @@
+"""Metrics: cluster-wide counters in Redis hashes, labelled by task and one bounded label."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import redis
+
+from external_interface import keys
+from monitor.metrics import (
+    FETCH_BUCKETS,
+    PACE_BUCKET_S,
+    PACE_KEEP_BUCKETS,
+    Metrics,
+    histogram,
+    task_labels,
+)
+
+FEED = "demo.h5.feed"
+
+
+class Clock:
+    """A settable clock: pace buckets depend on the time of each call."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_unit_events_add_up_per_task_and_outcome(redis_client: redis.Redis) -> None:
+    metrics = Metrics(redis_client)
+    metrics.unit_started(FEED, 3)
+    metrics.unit_finished(FEED, "done")
+    metrics.unit_finished(FEED, "skipped")
+    metrics.unit_finished(FEED, "failed", "NotFound")
+    metrics.retried(FEED, 2, rotated=1)
+    metrics.unit_finished("demo.app.detail", "done")
+    data = metrics.read()
+    assert [data.get("units", FEED, e) for e in ("started", "done", "skipped", "failed",
+                                                 "retried", "rotated")] == [3, 1, 1, 1, 2, 1]
+    assert data.get("errors", FEED, "NotFound") == 1
+    assert data.total("units", "done") == 2
+
+
+def test_counts_from_two_clients_add_up_in_one_place(redis_client: redis.Redis,
+                                                     redis_socket: Path) -> None:
+    """Two hosts are two clients on the same Redis: their numbers sum."""
+    db = redis_client.connection_pool.connection_kwargs["db"]
+    other_host = redis.Redis(unix_socket_path=str(redis_socket), db=db)
+    Metrics(redis_client).units_finished(FEED, {"done": 4, "failed": 1}, {"ParseError": 1})
+    Metrics(other_host).units_finished(FEED, {"done": 6})
+    data = Metrics(redis_client).read()
+    assert data.get("units", FEED, "done") == 10
+    assert data.get("errors", FEED, "ParseError") == 1
+    other_host.close()
+
+
+def test_fetches_count_status_bytes_and_a_cumulative_duration_histogram(
+        redis_client: redis.Redis) -> None:
+    metrics = Metrics(redis_client)
+    metrics.fetched(FEED, 200, 1000, 0.03)
+    metrics.fetched(FEED, 200, 500, 0.7)
+    metrics.fetched(FEED, 503, 20, 45.0)
+    metrics.fetched(FEED, 0, 0, 4.0)  # no response at all
+    data = metrics.read()
+    assert data.get("status", FEED, "200") == 2
+    assert data.get("status", FEED, "503") == 1
+    assert data.get("status", FEED, "0") == 1
+    assert data.get("bytes", FEED) == 1520
+    cumulative = dict(histogram(data, "fetch_s", FEED))
+    assert len(cumulative) == len(FETCH_BUCKETS) + 1
+    assert (cumulative["0.05"], cumulative["1.0"], cumulative["5.0"], cumulative["+Inf"]) == (
+        1, 2, 3, 4)
+    assert data.get("fetch_s", FEED, "count") == 4
+    assert abs(data.get("fetch_s", FEED, "sum") - 49.73) < 1e-6
+
+
+def test_parse_durations_and_stored_items(redis_client: redis.Redis) -> None:
+    metrics = Metrics(redis_client)
+    metrics.parsed(FEED, 0.002)
+    metrics.stored(FEED, 10)
+    metrics.stored(FEED, 0)
+    data = metrics.read()
+    assert dict(histogram(data, "parse_s", FEED))["0.005"] == 1
+    assert data.get("items", FEED) == 10
+
+
+def test_labels_are_the_task_parts_and_a_bounded_label_never_a_url(
+        redis_client: redis.Redis) -> None:
+    metrics = Metrics(redis_client)
+    metrics.unit_finished(FEED, "failed", "Weird Error!<script>" + "x" * 200)
+    fields = [f.decode() for f in redis_client.hkeys(keys.metrics("errors"))]
+    [label] = [f.split("|", 1)[1] for f in fields]
+    assert len(label) <= 64 and label.replace("_", "").isalnum()
+    assert task_labels(FEED) == {"site": "demo", "platform": "h5", "step": "feed"}
+    assert task_labels("odd") == {"site": "odd", "platform": "", "step": ""}
+
+
+def test_pace_is_none_until_counted_then_units_per_second_over_the_window(
+        redis_client: redis.Redis) -> None:
+    clock = Clock(1_000_000.0)
+    metrics = Metrics(redis_client, clock=clock)
+    assert metrics.pace("job1") is None
+    metrics.units_finished(FEED, {"done": 30}, job_id="job1")
+    clock.now += 10
+    metrics.units_finished(FEED, {"done": 30}, job_id="job1")
+    assert metrics.pace("job1", window_s=30) == 60 / 30
+    assert metrics.pace("job1", window_s=30, since=clock.now - 12) == 60 / 12  # a young job
+    clock.now += 60
+    assert metrics.pace("job1", window_s=30) == 0.0
+
+
+def test_pace_prunes_old_buckets_so_a_long_job_keeps_a_small_hash(
+        redis_client: redis.Redis) -> None:
+    clock = Clock(2_000_000.0)
+    metrics = Metrics(redis_client, clock=clock)
+    for _ in range(PACE_KEEP_BUCKETS * 3):
+        metrics.unit_finished(FEED, "done", job_id="long")
+        clock.now += PACE_BUCKET_S
+    assert redis_client.hlen(keys.job_pace("long")) <= PACE_KEEP_BUCKETS + 1
+    assert 0 < redis_client.ttl(keys.job_pace("long")) <= 86_400

@@ -1,0 +1,67 @@
+"""The snapshot: jobs as the ledger counts them, workers alive, queue depths, sections."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis
+
+from chains.job import Job
+from monitor.snapshot import SECTIONS, priority_keys, snapshot
+from sandbox.cluster import Cluster
+from tests.monitor.conftest import run_module
+
+
+def test_priority_sub_queues_are_the_queue_then_queue_sep_n() -> None:
+    assert priority_keys("demo", range(10), ":") == ["demo"] + [f"demo:{n}" for n in range(1, 10)]
+
+
+def test_sites_and_pools_are_sections_that_start_empty(redis_client: redis.Redis) -> None:
+    assert {name: fill(redis_client) for name, fill in SECTIONS.items()} == {"sites": {},
+                                                                            "pools": {}}
+
+
+@pytest.mark.integration
+def test_once_json_lists_the_finished_job_with_the_ledgers_step_counts(
+        cluster: Cluster, finished_job: Job) -> None:
+    out = run_module(cluster, "monitor", "--once", "--json", "--inspect-timeout", "1")
+    snap = json.loads(out.strip().splitlines()[-1])
+    assert set(snap) >= {"jobs", "workers", "queues", "sites", "pools"}
+    [job] = [j for j in snap["jobs"] if j["job_id"] == finished_job.job_id]
+    assert job["state"] == "finished"
+    assert job["steps"] == cluster.resources.ledger.counts(finished_job.job_id)
+    assert job["progress"]["fraction"] == 1.0 and job["pending"] == 0
+
+
+@pytest.mark.integration
+def test_snapshot_shows_the_workers_alive_and_their_concurrency(cluster: Cluster) -> None:
+    snap = snapshot(cluster.resources.redis, cluster.resources.app, inspect_timeout=1.0)
+    [(name, worker)] = snap["workers"].items()
+    assert name.startswith("w0@")
+    assert (worker["concurrency"], worker["processes"]) == (2, 2)
+
+
+@pytest.mark.integration
+def test_queue_depth_counts_every_priority_sub_queue(cluster: Cluster) -> None:
+    """Messages parked in a queue nobody consumes are counted, whatever their priority."""
+    app = cluster.resources.app
+    for priority in (0, 3, 9, 9):
+        app.send_task("demo.h5.feed", args=[{}, []], queue="parked", priority=priority)
+    snap = snapshot(cluster.resources.redis, app, inspect_timeout=0.1)
+    assert snap["queues"]["parked"] == 4
+    assert snap["queues"]["demo"] == 0
+    cluster.resources.redis.delete(*priority_keys("parked", range(10), ":"))
+
+
+def test_sites_show_each_politeness_bucket_with_its_cooldown(redis_client: redis.Redis) -> None:
+    from external_interface.politeness import Politeness, limiter_from_redis
+    from monitor.snapshot import politeness
+
+    limiter = limiter_from_redis(redis_client)
+    grant = limiter.try_acquire("demo", Politeness(rate_per_s=10))
+    grant.release()  # type: ignore[union-attr]
+    limiter.penalize("demo", 30)
+    sites = politeness(redis_client)
+    assert list(sites) == ["demo"]
+    assert 25 < sites["demo"]["cooldown_remaining_s"] <= 30
