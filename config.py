@@ -66,6 +66,19 @@ class StateSettings(BaseSettings):
         "state Redis to appear before giving up.")
 
 
+class ReviveSettings(BaseSettings):
+    """Units whose message the broker lost are sent again (``external_interface.reviver``)."""
+
+    model_config = SettingsConfigDict(env_prefix="REVIVE_", extra="ignore")
+
+    stall_s: float = Field(
+        60.0, gt=0, description="A running job none of whose units began or finished for this "
+        "long is checked for units that no queue holds; those are sent again.")
+    interval_s: float = Field(
+        10.0, gt=0, description="How often a worker looks for stalled jobs (one worker of the "
+        "cluster at a time).")
+
+
 class DedupSettings(BaseSettings):
     """The recrawl-aware dedup store in the state Redis."""
 
@@ -164,6 +177,7 @@ class Settings:
     def __init__(self) -> None:
         self.broker = BrokerSettings()
         self.state = StateSettings()
+        self.revive = ReviveSettings()
         self.storage = StorageSettings()
         self.dedup = DedupSettings()
         self.politeness = PolitenessSettings()

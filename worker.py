@@ -4,7 +4,8 @@
 
 JSON only; late acks with requeue when a pool child dies (bounded by the ledger's
 poison count); prefetch 1; a Redis visibility timeout above every time limit and
-countdown; publishing that rides out a short broker blip.
+countdown; publishing that rides out a short broker blip; a reviver that sends again
+the units a stalled job registered but the broker lost.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from celery.signals import worker_process_init
 from chains.schedule import beat_schedule, declared_schedules
 from config import Settings, get_settings
 from external_interface import resources
+from external_interface.reviver import ReviverStep
 
 SITES = Path(__file__).resolve().parent / "sites"
 
@@ -61,6 +63,9 @@ def make_app(settings: Settings) -> Celery:
             # (100 s by default): a dead host's units come back soon after the timeout.
             "unacked_restore_interval": max(1, min(10, settings.broker.visibility_timeout // 10)),
             "unacked_restore_throttle": 1,
+            # A worker killed while it held the restore lock blocks every other worker's
+            # restores until the lock expires (300 s by default); a pass takes milliseconds.
+            "unacked_mutex_expire": 10,
             "priority_steps": list(range(10)),
             "sep": ":",
             "queue_order_strategy": "priority",
@@ -72,6 +77,7 @@ def make_app(settings: Settings) -> Celery:
         },
         beat_schedule=beat_schedule(declared_schedules()),
     )
+    app.steps["worker"].add(ReviverStep)  # units the broker lost are sent again
     return app
 
 

@@ -337,9 +337,6 @@ def _site(trial: Trial) -> Site:
 # is lost when its worker or the broker dies in between (celery/celery#7950): these
 # scenarios lose a whole message about once in ten runs until the ledger's sweeper
 # republishes units that were registered but never started (issue 7).
-KOMBU_POP_WINDOW = frozenset({"worker_sigkill_restart_now", "worker_sigkill_restart_later",
-                              "broker_sigkill_restart"})
-
 SCENARIOS: list[Scenario] = [
     Scenario("pool_child_sigkill", "SIGKILL of a pool child mid-fetch", kill_pool_child,
              quick=True),

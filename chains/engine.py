@@ -79,6 +79,22 @@ def by_depth(step: str, depth: int,
     return out
 
 
+def revival_payload(step: str, depth: int, unit: Unit) -> str:
+    """What the ledger keeps of an open unit to publish it again: step, depth, unit."""
+    return json.dumps([step, depth, unit], separators=(",", ":"))
+
+
+def revived(payload: str) -> tuple[str, int, Unit]:
+    """The inverse of ``revival_payload``."""
+    step, depth, unit = json.loads(payload)
+    return str(step), int(depth), unit
+
+
+def queue_of(step: Step) -> str:
+    """The queue a step's messages go to: its own, or its site's (``demo.h5.feed`` -> demo)."""
+    return step.queue or step.task.split(".", 1)[0]
+
+
 def message_priority(broker_url: str, step: Step, depth: int) -> int:
     """Deeper first (a fan-out drains instead of flooding), then the step's own priority.
 
@@ -95,10 +111,16 @@ class Publisher:
         self.app = app
         self.ledger = ledger
 
-    def register(self, job_id: str, units_by_step: Mapping[str, Iterable[Unit]]) -> set[str]:
-        """Must precede the parent's finish: ``pending`` never reaches zero too early."""
-        pairs = [(u["id"], step) for step, units in units_by_step.items() for u in units]
-        return self.ledger.register(job_id, pairs)
+    def register(self, job_id: str, units_by_step: Mapping[str, Iterable[Unit]],
+                 depth: int) -> set[str]:
+        """Must precede the parent's finish: ``pending`` never reaches zero too early.
+
+        Each unit's message payload is kept in the ledger until it finishes, so that a
+        message the broker loses can be sent again (``external_interface.reviver``).
+        """
+        flat = [(step, u) for step, units in units_by_step.items() for u in units]
+        return self.ledger.register(job_id, [(u["id"], step) for step, u in flat],
+                                    [revival_payload(step, depth, u) for step, u in flat])
 
     def publish(self, chain: Chain, job_id: str, step: str, units: list[Unit],
                 depth: int, countdown: float | None = None) -> None:
@@ -108,9 +130,8 @@ class Publisher:
         priority = message_priority(str(self.app.conf.broker_url), spec, depth)
         for start in range(0, len(units), spec.batch_size):
             batch = units[start : start + spec.batch_size]
-            self.app.send_task(spec.task, args=[envelope, batch], queue=spec.queue or
-                               spec.task.split(".", 1)[0], priority=priority,
-                               countdown=countdown)
+            self.app.send_task(spec.task, args=[envelope, batch], queue=queue_of(spec),
+                               priority=priority, countdown=countdown)
 
     def spawn(self, chain: Chain, job_id: str, units_by_step: Mapping[str, list[Unit]],
               depth: int, republish: bool = True) -> None:
@@ -123,7 +144,7 @@ class Publisher:
         """
         if depth > chain.max_depth:
             return
-        new = self.register(job_id, units_by_step)
+        new = self.register(job_id, units_by_step, depth)
         for step, units in units_by_step.items():
             send = units if republish else [u for u in units if u["id"] in new]
             if send:

@@ -15,6 +15,7 @@ def job(job_id: str, part: str) -> str:
 
 
 JOB_INDEX = f"{PREFIX}:jobs"  # sorted set: job id -> creation time
+REVIVER_LOCK = f"{PREFIX}:reviver:lock"  # held by the one worker sweeping for lost units
 
 
 def dedup_bucket(namespace: str, bucket: int) -> str:

@@ -9,6 +9,9 @@ or failed for good. Three rules make that exact under at-least-once delivery:
 * finishing is a Lua script that counts a unit only on its first finish, so a
   redelivered or duplicated message changes nothing.
 
+Until it finishes, a unit's message payload stays in the job's ``open`` hash, so a
+unit whose message the broker lost can be sent again (``external_interface.reviver``).
+
 Every key of a job carries the hash tag ``{job_id}`` (see ``keys.job``).
 """
 
@@ -26,13 +29,14 @@ from external_interface import keys
 Outcome = Literal["done", "skipped", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "failed")
 STEP_FIELDS = ("spawned", "done", "failed", "skipped", "retried", "items", "unchanged",
-               "requests")
+               "requests", "revived")
 
 _REGISTER = """
 local new = {}
-for i = 1, #ARGV, 2 do
+for i = 1, #ARGV, 3 do
   if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
     redis.call('HINCRBY', KEYS[2], ARGV[i + 1] .. ':spawned', 1)
+    if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 2]) end
     new[#new + 1] = ARGV[i]
   end
 end
@@ -52,6 +56,7 @@ for i = 2, #ARGV, 5 do
     if tonumber(items) > 0 then redis.call('HINCRBY', KEYS[3], step .. ':items', items) end
     if failure ~= '' then redis.call('HSET', KEYS[4], unit, failure) end
     redis.call('HDEL', KEYS[6], unit)
+    redis.call('HDEL', KEYS[7], unit)
     pending = redis.call('HINCRBY', KEYS[3], 'pending', -1)
     finished = finished + 1
     if pending == 0 and redis.call('HGET', KEYS[5], 'state') == 'running' then
@@ -59,6 +64,7 @@ for i = 2, #ARGV, 5 do
     end
   end
 end
+redis.call('HSET', KEYS[5], 'active_at', now)
 return finished
 """
 
@@ -148,14 +154,31 @@ class Ledger:
         return [_text(j) for j in self.redis.zrevrange(keys.JOB_INDEX, 0, limit - 1)]
 
     # -- units --------------------------------------------------------------
-    def register(self, job_id: str, units: list[tuple[str, str]]) -> set[str]:
-        """Register ``(unit_id, step)`` pairs; returns the ids that were new. Idempotent."""
+    def register(self, job_id: str, units: list[tuple[str, str]],
+                 payloads: list[str] | None = None) -> set[str]:
+        """Register ``(unit_id, step)`` pairs; returns the ids that were new. Idempotent.
+
+        ``payloads[i]`` (JSON, see ``open_units``) is what it takes to send unit ``i``
+        again; it is kept until the unit finishes.
+        """
         if not units:
             return set()
-        argv = [x for pair in units for x in pair]
-        new = self._register(keys=[keys.job(job_id, "units"), keys.job(job_id, "counts")],
+        revive = payloads or [""] * len(units)
+        argv = [x for (unit_id, step), payload in zip(units, revive, strict=True)
+                for x in (unit_id, step, payload)]
+        new = self._register(keys=[keys.job(job_id, p) for p in ("units", "counts", "open")],
                              args=argv)
         return {_text(unit_id) for unit_id in new}
+
+    def open_units(self, job_id: str) -> dict[str, str]:
+        """Unit id -> payload of every registered unit that has not finished yet."""
+        raw = self.redis.hgetall(keys.job(job_id, "open"))
+        return {_text(k): _text(v) for k, v in raw.items()}
+
+    def active_at(self, job_id: str) -> float:
+        """When a unit of the job last began, ended an attempt or finished (else its creation)."""
+        active, created = self.redis.hmget(keys.job(job_id, "meta"), ["active_at", "created_at"])
+        return float(active or created or 0.0)
 
     def is_finished(self, job_id: str, unit_id: str) -> bool:
         return bool(self.redis.hexists(keys.job(job_id, "finished"), unit_id))
@@ -171,6 +194,7 @@ class Ledger:
     def end_attempt(self, job_id: str, unit_ids: list[str]) -> None:
         """The units' attempt ended cleanly with a retry scheduled."""
         pipe = self.redis.pipeline()
+        pipe.hset(keys.job(job_id, "meta"), "active_at", time.time())
         for unit_id in unit_ids:
             pipe.hincrby(keys.job(job_id, "deliveries"), unit_id, -1)
         pipe.execute()
@@ -190,7 +214,7 @@ class Ledger:
             argv += [f.unit_id, f.step, f.outcome, f.items, failure]
         result = int(self._finish(
             keys=[keys.job(job_id, p) for p in
-                  ("units", "finished", "counts", "failed", "meta", "deliveries")],
+                  ("units", "finished", "counts", "failed", "meta", "deliveries", "open")],
             args=argv,
         ))
         if result < 0:
@@ -206,6 +230,7 @@ class Ledger:
         pipe = self.redis.pipeline(transaction=False)
         pipe.hget(keys.job(job_id, "meta"), "state")
         pipe.hmget(keys.job(job_id, "finished"), unit_ids)
+        pipe.hset(keys.job(job_id, "meta"), "active_at", time.time())
         head = pipe.execute()
         state, finished = (_text(head[0]) if head[0] else None), [f is not None for f in head[1]]
         live = [u for u, done in zip(unit_ids, finished, strict=True) if not done]
