@@ -21,7 +21,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import ExitStack
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -47,10 +47,20 @@ from external_interface import recrawl
 from external_interface.fetch import Request, Response
 from external_interface.ledger import Failure, Finish
 from external_interface.politeness import MustWait, acquire
+from external_interface.providers import BanRule
+from external_interface.providers.outfit import check_response
+from external_interface.providers.task import (
+    close_batch,
+    feed_unit,
+    outfit_unit,
+    resource_counts,
+    settle_unit,
+    spend_rotations,
+)
 from external_interface.resources import Resources, current, unit_threads
 from external_interface.storage import Item
 from monitor.metrics import Metrics
-from sites import site_politeness
+from sites import site_politeness, task_gear
 from utils.step_calls import site_code, validate_params
 from utils.units import Done, HookSignal, Parsed, Signal, UnitContext, Work
 
@@ -138,7 +148,9 @@ class CrawlTask(Task):
                  build_request: BuildRequest) -> None:
         """Poison check, params, requests and the recrawl decision of every unit."""
         limit = res.settings.task.max_deliveries
+        gear = task_gear(self.name, tuple(res.settings.resources.disabled_sites))
         for w in batch:
+            w.gear = gear
             if w.starts > limit:
                 w.error = PermanentError(
                     f"poison unit: its worker died {w.starts - 1} times while running it")
@@ -187,35 +199,60 @@ class CrawlTask(Task):
             w.end, w.ready = Done("skipped"), True
         except CrawlError as exc:
             w.error = exc
+        if w.outfit is not None and w.fetched:
+            settle_unit(res, w)
 
     def _polite_fetch(self, res: Resources, w: Work) -> Response | None:
         """Fetch within the site's cluster-wide slot; None when the unit must wait longer.
 
-        A 429 cools the whole site down (capped), not just this unit.
+        A 429 cools the whole site down (capped), not just this unit; through a pooled
+        proxy it rests that exit instead (sites limit per address; see ``settle``).
         """
         assert w.request is not None
-        site = self.name.split(".", 1)[0]
-        policy = site_politeness(site, res.settings.politeness)
-        settings = res.settings.politeness
-        try:
-            slot = (acquire(res.limiter, site, policy, settings.max_inline_wait_s,
-                            max_wait_s=settings.max_wait_s) if policy else nullcontext())
-        except MustWait as exc:
-            w.defer = exc.seconds
+        if w.gear is not None and not outfit_unit(res, w):
             return None
-        with slot:
+        site = self.name.split(".", 1)[0]
+        slots = self._slots(res, site, w)
+        if slots is None:
+            return None
+        with slots:
             w.fetched = True
+            request = w.outfit.request if w.outfit is not None else w.request
             try:
-                return self._timed_fetch(res, w.request)
+                return self._timed_fetch(res, request, w.gear.declared.bans if w.gear else ())
             except RateLimited as exc:
-                res.limiter.penalize(site, exc.retry_after)
+                if w.outfit is None or w.outfit.proxy is None:
+                    res.limiter.penalize(site, exc.retry_after)
                 raise
 
-    def _timed_fetch(self, res: Resources, request: Request) -> Response:
-        """Fetch and count it: status (0 when no response came), body bytes, seconds."""
+    def _slots(self, res: Resources, site: str, w: Work) -> ExitStack | None:
+        """The site's slot, and its exit's when the site limits each proxy; None when the
+        unit must wait longer (``w.defer`` set, nothing held)."""
+        settings = res.settings.politeness
+        wanted = [(site, site_politeness(site, settings))]
+        if w.gear is not None and w.outfit is not None and w.outfit.proxy:
+            wanted.append((f"{site}@{w.outfit.proxy}", w.gear.declared.per_exit))
+        held = ExitStack()
+        try:
+            for bucket, policy in wanted:
+                if policy is not None:
+                    held.enter_context(acquire(res.limiter, bucket, policy,
+                                               settings.max_inline_wait_s,
+                                               max_wait_s=settings.max_wait_s))
+        except MustWait as exc:
+            held.close()
+            w.defer = exc.seconds
+            return None
+        return held
+
+    def _timed_fetch(self, res: Resources, request: Request,
+                     bans: tuple[BanRule, ...] = ()) -> Response:
+        """Fetch, judge (a site's ban rules by content, then the status) and count it:
+        status (0 when no response came), body bytes, seconds."""
         started = time.monotonic()
         try:
-            response = res.fetcher.fetch(request)
+            response = res.fetcher.fetch_raw(request)
+            check_response(response, bans)
         except CrawlError as exc:
             Metrics(res.redis).fetched(self.name, exc.status or 0, 0, time.monotonic() - started)
             raise
@@ -242,10 +279,12 @@ class CrawlTask(Task):
                 w.end, w.error = None, exc
             return
         for w in parsed:
-            self._after_save(w)
+            self._after_save(res, w)
 
-    def _after_save(self, w: Work) -> None:
+    def _after_save(self, res: Resources, w: Work) -> None:
         assert w.ctx is not None and w.parsed is not None
+        if w.gear is not None and w.gear.uses.feeds is not None:
+            feed_unit(res, w)
         try:
             self._obey("after_save", self.after_save(w.ctx, w.parsed.items))
         except HookSignal:
@@ -287,42 +326,54 @@ class CrawlTask(Task):
         deferred = [w for w in batch if w.defer is not None]
         retry = [w for w in batch if not (w.ready and w.error is None) and w.defer is None
                  and not isinstance(w.error, PermanentError)]
+        spent = resource_counts(batch)  # before a last ban turns into RotationsSpent
+        rotate = spend_rotations(res, retry)  # burnt resource: again at once, on a fresh one
+        retry = [w for w in retry if w not in rotate and not isinstance(w.error, PermanentError)]
         given_up = self._give_up(res, retry)
-        failed = [w for w in batch if isinstance(w.error, PermanentError)] + given_up
+        failed = [w for w in batch if isinstance(w.error, PermanentError)]
         finished = [w for w in batch if w.ready and w.error is None]
         recrawl.mark(res.dedup, [w.recrawl for w in finished if w.recrawl is not None])
         ends = [Finish(w.unit["id"], step, w.end.outcome, w.end.items)
                 for w in finished if w.end is not None]
         res.ledger.finish_many(job_id, ends + [self._failure(res, envelope, w) for w in failed])
         retry = [w for w in retry if w not in given_up]
-        self._count(res, job_id, ends, failed, retry)
+        self._count(res, job_id, ends, failed, retry, rotate)
+        spent.update(requests=sum(w.fetched for w in batch), rotations=len(rotate))
         res.ledger.count_many(job_id, step, {
-            "requests": sum(w.fetched for w in batch), "retried": len(retry),
+            "retried": len(retry), **spent,
             "unchanged": sum(1 for w in finished if w.end is not None and w.end.unchanged)})
-        if deferred:
-            self._defer(res, envelope, deferred)
+        if deferred or rotate:
+            self._defer(res, envelope, deferred, rotate)
+        if batch and batch[0].gear is not None:
+            close_batch(res, envelope, batch, spent)
         if retry:
             self._retry(res, envelope, retry)
         tally = {o: sum(1 for e in ends if e.outcome == o) for o in ("done", "skipped")}
         return {**tally, "failed": len(failed), "retry": len(retry)}
 
     def _count(self, res: Resources, job_id: str, ends: list[Finish], failed: list[Work],
-               retry: list[Work]) -> None:
+               retry: list[Work], rotate: list[Work]) -> None:
         """The batch's outcomes in the cluster-wide metrics (the ledger stays the exact count)."""
         metrics = Metrics(res.redis)
         outcomes: dict[str, int] = {**Counter(e.outcome for e in ends), "failed": len(failed)}
         metrics.units_finished(self.name, outcomes,
                                Counter(type(w.error).__name__ for w in failed), job_id=job_id)
-        metrics.retried(self.name, len(retry),
-                        rotated=sum(isinstance(w.error, RotateError) for w in retry))
+        metrics.retried(self.name, len(retry) + len(rotate), rotated=len(rotate) + sum(
+            isinstance(w.error, RotateError) for w in retry))
 
-    def _defer(self, res: Resources, envelope: Envelope, deferred: list[Work]) -> None:
-        """Units that must wait for their site go back with a countdown; no retry is spent."""
-        res.ledger.end_attempt(envelope["job"], [w.unit["id"] for w in deferred])
-        countdown = max(w.defer or 0.0 for w in deferred)
-        Publisher(res.app, res.ledger).publish(
-            chain_of(envelope["job"]), envelope["job"], envelope["step"],
-            [w.unit for w in deferred], envelope["depth"], countdown=countdown)
+    def _defer(self, res: Resources, envelope: Envelope, deferred: list[Work],
+               rotate: list[Work]) -> None:
+        """Units that must wait (for their site's slot, for a pool) go back with a countdown,
+        units whose resource was burnt at once; neither spends a retry."""
+        res.ledger.end_attempt(envelope["job"], [w.unit["id"] for w in deferred + rotate])
+        publisher, chain = Publisher(res.app, res.ledger), chain_of(envelope["job"])
+        job_id, step, depth = envelope["job"], envelope["step"], envelope["depth"]
+        if rotate:
+            publisher.publish(chain, job_id, step, [w.unit for w in rotate], depth)
+        if deferred:
+            countdown = max(w.defer or 0.0 for w in deferred)
+            publisher.publish(chain, job_id, step, [w.unit for w in deferred], depth,
+                              countdown=countdown)
 
     def _give_up(self, res: Resources, retry: list[Work]) -> list[Work]:
         """Past ``max_retries`` the units fail for good, with the last error in the reason."""

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from external_interface.politeness import Politeness
+from utils import envfile
 
 HOME = Path(__file__).resolve().parent
 
@@ -26,6 +28,15 @@ def _home() -> Path:
     import os
 
     return Path(os.environ.get("CRAWLCHAIN_HOME", HOME))
+
+
+def cluster_env_file() -> Path | None:
+    """The hosts' shared environment file (``CRAWLCHAIN_ENV_FILE``, default
+    ``crawlchain.env`` in the checkout), mode-checked before any value is read."""
+    path = envfile.locate()
+    if path is not None:
+        envfile.check_mode(path)
+    return path
 
 
 def embedded_socket() -> Path:
@@ -50,6 +61,14 @@ class BrokerSettings(BaseSettings):
     publish_max_retries: int = Field(
         10, description="Attempts to publish a message while the broker is briefly away."
     )
+    queue_type: Literal["quorum", "classic"] = Field(
+        "quorum", description="RabbitMQ only. quorum: replicated, a delivery limit and "
+        "dead-lettering, but no message priorities (before RabbitMQ 4.0). classic: "
+        "x-max-priority 9, so deeper units go first as on Redis; no delivery limit.")
+    broker_heartbeat: int = Field(
+        30, ge=0, description="RabbitMQ only: AMQP heartbeat seconds; a host cut off from "
+        "the broker loses its connection, and its unacked units go back to the queue, "
+        "after about two of these.")
 
 
 class StateSettings(BaseSettings):
@@ -171,18 +190,73 @@ class FetchSettings(BaseSettings):
         '["127.0.0.1:8765"] for the sandbox.')
 
 
+class ResourceSettings(BaseSettings):
+    """Resource providers: pools, rotation budget, waits for an empty pool, refills."""
+
+    model_config = SettingsConfigDict(env_prefix="RESOURCES_", extra="ignore")
+
+    backend: Literal["redis", "memory"] = Field(
+        "redis", description="Where proxy, cookie and device pools live: redis (shared by the "
+        "cluster) or memory (one process: scripts and single-process tools).")
+    user_agents: Literal["bundled", "redis"] = Field(
+        "bundled", description="User agents from the bundled list, or from Redis (one list per "
+        "family for the cluster, seeded from the bundled one).")
+    max_rotations: int = Field(
+        8, ge=0, description="A unit met a ban or an expired session this often (each time on "
+        "a fresh resource) fails for good (RotationsSpent).")
+    max_waits: int = Field(
+        60, ge=0, description="A unit deferred this often for an empty pool fails for good "
+        "(NoResource).")
+    wait_s: float = Field(
+        1.0, gt=0, description="Countdown of a unit deferred for an empty pool, when the pool "
+        "cannot say when a member is back.")
+    refill_below: int = Field(
+        1, ge=0, description="A lease that leaves this few members ready launches the site's "
+        "refill chain (a login, a registration); an empty pool always does.")
+    refill_lock_s: float = Field(
+        30.0, gt=0, description="At most one refill per pool in flight; a refill that has not "
+        "delivered after this long may be launched again.")
+    disabled_sites: list[str] = Field(
+        default_factory=list, description='Sites whose declared providers are ignored, as JSON '
+        '(["demo"]): a site that stopped defending, or the undefended test sandbox.')
+
+
+class ProxySettings(BaseSettings):
+    """Where the cluster's proxies come from and how long a burnt one rests."""
+
+    model_config = SettingsConfigDict(env_prefix="PROXY_", extra="ignore")
+
+    urls: list[str] = Field(
+        default_factory=list, description='A static list of proxy URLs, as JSON '
+        '(["http://user:pw@10.0.0.7:3128"]).')
+    file: str | None = Field(None, description="A file of proxy URLs, one a line, read again "
+                             "on every refresh.")
+    endpoint: str | None = Field(
+        None, description="An HTTP endpoint answering a JSON list, {\"proxies\": [...]} or "
+        "text one a line (a vendor's API).")
+    refresh_s: float = Field(300.0, gt=0, description="How often the sources are read again.")
+    ban_cooldown_s: float = Field(
+        120.0, ge=0, description="How long a proxy rests after a ban (three bans retire it).")
+    fail_cooldown_s: float = Field(
+        10.0, ge=0, description="How long a proxy rests after a network error through it, or a "
+        "429 without Retry-After.")
+
+
 class Settings:
     """All concerns together; each is read from the environment when built."""
 
     def __init__(self) -> None:
-        self.broker = BrokerSettings()
-        self.state = StateSettings()
-        self.revive = ReviveSettings()
-        self.storage = StorageSettings()
-        self.dedup = DedupSettings()
-        self.politeness = PolitenessSettings()
-        self.task = TaskSettings()
-        self.fetch = FetchSettings()
+        env = cluster_env_file()  # the environment wins over the file, as in control.sh
+        self.broker = BrokerSettings(_env_file=env)
+        self.state = StateSettings(_env_file=env)
+        self.revive = ReviveSettings(_env_file=env)
+        self.storage = StorageSettings(_env_file=env)
+        self.dedup = DedupSettings(_env_file=env)
+        self.politeness = PolitenessSettings(_env_file=env)
+        self.task = TaskSettings(_env_file=env)
+        self.fetch = FetchSettings(_env_file=env)
+        self.resources = ResourceSettings(_env_file=env)
+        self.proxy = ProxySettings(_env_file=env)
         self.check()
 
     def check(self) -> None:
@@ -194,6 +268,7 @@ class Settings:
             "TASK_BACKOFF_MAX_S": self.task.backoff_max_s,
             "POLITE_MAX_WAIT_S": self.politeness.max_wait_s,
             "POLITE_MAX_PENALTY_S": self.politeness.max_penalty_s,
+            "RESOURCES_WAIT_S": self.resources.wait_s,
         }
         too_long = {name: s for name, s in waits.items()
                     if s >= self.broker.visibility_timeout}

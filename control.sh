@@ -10,10 +10,14 @@
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv] [--out FILE] [--job JOB_ID]
 #   ./control.sh bench dedup|storage|crawl|rate_limit [args]
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
+#   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #
 # Processes run detached, tracked by pid files under run/, logging under logs/,
 # and are stopped by pid. The embedded Redis is used unless both CELERY_BROKER_URL
-# and STATE_REDIS_URL name another server.
+# and STATE_REDIS_URL name another server. Settings come from the environment, then
+# from the cluster's env file (CRAWLCHAIN_ENV_FILE, default crawlchain.env here; mode
+# 600). With --hosts, each verb runs on every host of the file over $CRAWLCHAIN_SSH
+# (utils/hosts.py describes the file); exactly one host may run beat.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,7 +30,7 @@ CELERY="$VENV/bin/celery"
 QUEUES=""
 CONCURRENCY=2
 NAME="default"
-export DEMO_BASE_URL="${DEMO_BASE_URL:-http://127.0.0.1:${DEMO_PORT:-8765}}"
+NAME_GIVEN=""
 cd "$ROOT"
 
 say() { printf '%s\n' "$*" >&2; }
@@ -52,6 +56,16 @@ cmd_setup() {
   "$PY" -m pip install --quiet --upgrade pip
   "$PY" -m pip install --quiet -e "$ROOT[dev]"
   touch "$stamp"
+}
+
+load_env() {  # export the cluster's env file; variables already set win over it
+  local file="${CRAWLCHAIN_ENV_FILE-$ROOT/crawlchain.env}"  # set empty: no file
+  [[ -n "$file" ]] || return 0
+  [[ -e "$file" || -n "${CRAWLCHAIN_ENV_FILE:-}" ]] || return 0  # no default file: fine
+  [[ -x "$PY" ]] || cmd_setup
+  local exports
+  exports="$("$PY" -m utils.envfile export)" || exit 2  # it said why (mode, missing file)
+  eval "$exports"
 }
 
 # -- processes ----------------------------------------------------------------
@@ -99,12 +113,14 @@ start_redis() {
   say "redis: started (pid $(cat "$(pidfile redis)"), socket $RUN/redis.sock)"
 }
 
-wait_http() {  # wait_http URL: until it answers, at most 10 s
+wait_http() {  # wait_http URL: until it answers (any status: a defended site says 400), 10 s
   for _ in $(seq 100); do
     "$PY" - "$1" <<'PYEOF' && return 0
-import sys, urllib.request
+import sys, urllib.error, urllib.request
 try:
     urllib.request.urlopen(sys.argv[1], timeout=1)
+except urllib.error.HTTPError:
+    pass
 except Exception:
     sys.exit(1)
 PYEOF
@@ -113,10 +129,17 @@ PYEOF
   die "$1 did not answer within 10 s"
 }
 
-start_sandbox() {
+start_sandbox() {  # the defended site, and its exit proxies listed in run/exits.txt
   local port="${DEMO_BASE_URL##*:}"
-  spawn sandbox "$PY" -m sandbox --port "${port%%/*}"
-  wait_http "$DEMO_BASE_URL/h5/feed?page=1"
+  is_running sandbox || rm -f "$RUN/exits.txt"
+  spawn sandbox "$PY" -m sandbox --port "${port%%/*}" --exits-file "$RUN/exits.txt"
+  wait_http "$DEMO_BASE_URL/health"
+}
+
+sandbox_proxies() {  # a worker next to the sandbox goes through its exits, unless told otherwise
+  [[ -z "${PROXY_URLS:-}${PROXY_FILE:-}${PROXY_ENDPOINT:-}" ]] && is_running sandbox \
+    && [[ -f "$RUN/exits.txt" ]] && echo "PROXY_FILE=$RUN/exits.txt"
+  return 0
 }
 
 all_queues() {  # every site's queue, and crawlchain's own (beat's launches)
@@ -124,11 +147,20 @@ all_queues() {  # every site's queue, and crawlchain's own (beat's launches)
 }
 
 start_worker() {
-  spawn "worker-$NAME" "$CELERY" -A worker worker --hostname "$NAME@%h" \
+  local proxies=() found
+  found="$(sandbox_proxies)"; [[ -z "$found" ]] || proxies=("$found")
+  spawn "worker-$NAME" env ${proxies[@]+"${proxies[@]}"} "$CELERY" -A worker worker --hostname "$NAME@${CRAWLCHAIN_HOST:-%h}" \
     -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel INFO -E
 }
 
+check_beat_host() {  # one beat per cluster: CRAWLCHAIN_BEAT_HOST names its host
+  local beat="${CRAWLCHAIN_BEAT_HOST:-}" here="${CRAWLCHAIN_HOST:-$(hostname)}"
+  [[ -z "$beat" || "$beat" == "$here" ]] || die "start beat: refused on '$here': the" \
+    "cluster's beat runs on '$beat' (CRAWLCHAIN_BEAT_HOST); two would launch every schedule twice"
+}
+
 start_beat() {
+  check_beat_host
   spawn beat "$CELERY" -A worker beat --loglevel INFO --schedule "$RUN/celerybeat-schedule"
 }
 
@@ -161,7 +193,9 @@ cmd_start() {
 cmd_stop() {
   local what="${1:-all}" w
   case "$what" in
-    worker) for w in $(workers); do stop_pid "$w" 60; done ;;
+    worker)
+      if [[ -n "$NAME_GIVEN" ]]; then stop_pid "worker-$NAME" 60
+      else for w in $(workers); do stop_pid "$w" 60; done; fi ;;
     redis|sandbox|beat|flower|exporter) stop_pid "$what" ;;
     all)
       for w in $(workers); do stop_pid "$w" 60; done
@@ -170,11 +204,18 @@ cmd_stop() {
   esac
 }
 
+processes() {  # processes in the session a component was started in (setsid): pool children too
+  local count
+  count="$(pgrep -c -s "$1" 2>/dev/null)" || true  # pgrep exits 1 when it counts 0
+  echo "${count:-0}"
+}
+
 cmd_status() {
-  local name any=1
+  local name pid any=1
   for name in redis sandbox $(workers) beat flower exporter; do
     if is_running "$name"; then
-      printf '%-16s running  pid %s\n' "$name" "$(cat "$(pidfile "$name")")"; any=0
+      pid="$(cat "$(pidfile "$name")")"
+      printf '%-16s running  pid %s  procs %s\n' "$name" "$pid" "$(processes "$pid")"; any=0
     elif [[ -f "$(pidfile "$name")" ]]; then
       printf '%-16s dead     (stale pid file)\n' "$name"
     fi
@@ -233,21 +274,35 @@ cmd_bench() {
   esac
 }
 
+cmd_hosts() {  # cmd_hosts FILE VERB [COMPONENT] [options]: the verb on every host of FILE
+  local file="$1"; shift
+  [[ -f "$file" ]] || die "--hosts: no host file '$file'"
+  cmd_setup
+  exec "$PY" -m utils.hosts "$file" "$@"
+}
+
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 
 # -- main ---------------------------------------------------------------------
 main() {
+  if [[ "${1:-}" == "--hosts" ]]; then
+    [[ $# -ge 3 ]] || die "usage: ./control.sh --hosts HOSTS_FILE start|stop|restart|status [...]"
+    load_env
+    cmd_hosts "${@:2}"
+  fi
   local verb="${1:-}"; [[ $# -gt 0 ]] && shift
   local args=()
   while [[ $# -gt 0 ]]; do
     case "$verb:$1" in  # worker options belong to the verbs that start workers
       start:--queues|restart:--queues|demo:--queues) QUEUES="$2"; shift 2 ;;
       start:--concurrency|restart:--concurrency|demo:--concurrency) CONCURRENCY="$2"; shift 2 ;;
-      start:--name|restart:--name|stop:--name|demo:--name) NAME="$2"; shift 2 ;;
+      start:--name|restart:--name|stop:--name|demo:--name) NAME="$2"; NAME_GIVEN=1; shift 2 ;;
       *) args+=("$1"); shift ;;
     esac
   done
   set -- "${args[@]+"${args[@]}"}"
+  case "$verb" in setup|test|bench|faults|"") ;; *) load_env ;; esac
+  export DEMO_BASE_URL="${DEMO_BASE_URL:-http://127.0.0.1:${DEMO_PORT:-8765}}"
   case "$verb" in
     setup) cmd_setup ;;
     demo) cmd_demo "$@" ;;

@@ -6,7 +6,8 @@
     │   ├── ServerError         5xx
     │   ├── RateLimited         429; carries ``retry_after`` (capped by the task)
     │   └── StorageUnavailable  the item store refused the write for now
-    ├── RotateError             a resource is burnt: report it, take another, retry
+    ├── RotateError             a resource is burnt: report it, take another, retry;
+    │   │                       carries ``resource`` (proxy, cookie, device) when known
     │   ├── Banned              403, captcha interstitial
     │   └── SessionExpired      401, redirect to login
     └── PermanentError          give up and record why; never retried
@@ -16,7 +17,9 @@
         ├── ResponseRejected    too large, bad scheme, too many redirects
         ├── OffSite             the request leaves the job's allowed domains, unwanted type
         ├── UnsafeURL           the host is an address the SSRF guard refuses
-        └── ParseError          the page is not what the parser knows
+        ├── ParseError          the page is not what the parser knows
+        ├── RotationsSpent      the unit burnt its rotation budget: every resource tried failed
+        └── NoResource          no proxy, cookie or device became available in time
 
 Context lives on the exception (``url``, ``status``), never only in the message.
 """
@@ -63,7 +66,15 @@ class StorageUnavailable(TransientError):
 
 
 class RotateError(CrawlError):
-    """A resource (proxy, cookie, device id) is burnt: swap it, then retry."""
+    """A resource (proxy, cookie, device id) is burnt: swap it, then retry.
+
+    ``resource`` names the one to blame when the response said (a site's ban rule);
+    None leaves it to the status: 401 blames the cookie, 403 the proxy.
+    """
+
+    def __init__(self, message: str, *, resource: str | None = None, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.resource = resource
 
 
 class Banned(RotateError):
@@ -105,3 +116,13 @@ class OffSite(PermanentError):
 
 class ParseError(PermanentError):
     """The page does not have the layout the parser expects."""
+
+
+class RotationsSpent(PermanentError):
+    """The unit was rotated onto a fresh resource as often as its budget allows, and the
+    last one was burnt too: the site refuses this unit, not just an exit or a session."""
+
+
+class NoResource(PermanentError):
+    """The unit waited for a proxy, cookie or device as often as allowed and none came:
+    the pool is empty and its refill (a source, a login chain) is not delivering."""

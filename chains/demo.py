@@ -9,6 +9,7 @@ have changed and skips the rest (``skipped`` and ``unchanged`` in the summary).
 from __future__ import annotations
 
 from chains.model import Chain, Link, Step
+from chains.schedule import Schedule
 from external_interface.dedup import RecrawlPolicy
 
 HOUR, DAY = 3600, 86_400
@@ -35,3 +36,25 @@ demo = Chain(
         Link(src="detail", records="articles", dst="comment", map={"article_id": "id"}),
     ],
 )
+
+# Refill chains: launched by the tasks when the site's session or device pool runs low
+# (``sites.demo.PROVIDERS.refills``), and by beat every few minutes if it is low then.
+demo_login = Chain(
+    name="demo-login",
+    start="captcha",
+    steps={"captcha": Step(task="demo.h5.captcha", priority=8),
+           "login": Step(task="demo.h5.login", priority=9)},
+    links=[Link(src="captcha", records="challenges", dst="login",
+                map={"account": "account", "captcha_id": "captcha_id", "image": "image"})],
+)
+
+demo_device = Chain(
+    name="demo-device",
+    start="register",
+    steps={"register": Step(task="demo.app.register_device", priority=9)},
+)
+
+SCHEDULES = [
+    Schedule(chain="demo-login", every_s=300, when_low="cookie:demo"),
+    Schedule(chain="demo-device", every_s=300, when_low="device:demo"),
+]

@@ -13,7 +13,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from celery import Celery
 
@@ -36,6 +36,7 @@ class Unit(TypedDict):
     id: str
     params: dict[str, Any]
     page: int  # position in its list: 0 for a first page, +1 for each next page
+    rotation: NotRequired[dict[str, Any]]  # resources this unit burnt (providers.rotation)
 
 
 def unit_id(step: str, params: Mapping[str, Any]) -> str:
@@ -98,7 +99,9 @@ def queue_of(step: Step) -> str:
 def message_priority(broker_url: str, step: Step, depth: int) -> int:
     """Deeper first (a fan-out drains instead of flooding), then the step's own priority.
 
-    RabbitMQ serves higher numbers first; Redis serves lower numbers first.
+    RabbitMQ serves higher numbers first (classic queues with x-max-priority; quorum
+    queues before RabbitMQ 4.0 ignore priorities, see ``CELERY_QUEUE_TYPE``); Redis
+    serves lower numbers first.
     """
     level = min(9, max(0, step.priority + min(depth, 4) - 2))
     return level if broker_url.startswith(("amqp", "pyamqp")) else 9 - level

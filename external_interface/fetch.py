@@ -72,6 +72,9 @@ class Request:
     ``application/*+json``). A 2xx response of another declared type is refused
     once its headers arrive, unread; one with no Content-Type is let through.
     Empty (the default) accepts anything.
+
+    ``meta``: values for the providers, never sent (like Scrapy's ``Request.meta``):
+    a login step puts the captcha image there for the captcha provider to solve.
     """
 
     url: str
@@ -82,6 +85,7 @@ class Request:
     data: bytes | None = None
     proxy: str | None = None
     accept_types: tuple[str, ...] = ()
+    meta: dict[str, str] = field(default_factory=dict)
 
     def with_headers(self, **headers: str) -> Request:
         return replace(self, headers={**self.headers, **headers})

@@ -49,3 +49,19 @@ def polite(bucket: str, part: str) -> str:
 
 
 POLITE_INDEX = f"{PREFIX}:polite:buckets"  # sorted set: bucket -> last time a worker used it
+
+
+# -- resource pools (appended) ------------------------------------------------
+def pool(kind: str, scope: str, part: str) -> str:
+    """A key of one resource pool (``kind`` proxy, cookie or device; ``scope`` a site, or
+    ``*`` for the cluster's one proxy pool): ``ready`` (sorted set: member -> when it may be
+    leased again, µs), ``values`` (hash: member -> value), ``health`` (hash: member ->
+    score), ``retired`` (sorted set: member -> when), ``refill`` (the lock of the one
+    refill in flight), ``turn`` (counter: which account logs in next), ``refreshed`` (the
+    lock of the last source refresh). The hash tag keeps a pool on one cluster slot."""
+    return f"{PREFIX}:pool:{{{kind}:{scope}}}:{part}"
+
+
+def user_agents(family: str) -> str:
+    """The cluster's user agents of one family (list), for ``user_agent.RedisUserAgents``."""
+    return f"{PREFIX}:ua:{family}"

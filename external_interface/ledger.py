@@ -29,7 +29,7 @@ from external_interface import keys
 Outcome = Literal["done", "skipped", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "failed")
 STEP_FIELDS = ("spawned", "done", "failed", "skipped", "retried", "items", "unchanged",
-               "requests", "revived")
+               "requests", "revived", "bans", "rotations", "captcha_solves", "cookie_refreshes")
 
 _REGISTER = """
 local new = {}

@@ -21,6 +21,7 @@ from external_interface.dedup import DedupStore, dedup_from_settings
 from external_interface.fetch import Fetcher
 from external_interface.ledger import Ledger
 from external_interface.politeness import Limiter, limiter_from_redis
+from external_interface.providers import Providers
 from external_interface.storage import ItemStore, store_from_url
 from external_interface.url_guard import UrlGuard
 
@@ -53,7 +54,8 @@ def wait_for(client: redis.Redis, seconds: float) -> None:
 
 @dataclass
 class Resources:
-    """The per-process clients: Celery app, state Redis, ledger, store, fetcher, dedup."""
+    """The per-process clients: Celery app, state Redis, ledger, store, fetcher, dedup,
+    politeness, and the resource providers (pools, user agents, refills)."""
 
     settings: Settings
     app: Celery
@@ -63,6 +65,7 @@ class Resources:
     fetcher: Fetcher
     dedup: DedupStore
     limiter: Limiter
+    providers: Providers
 
     @classmethod
     def from_settings(cls, settings: Settings, app: Celery) -> Resources:
@@ -82,6 +85,7 @@ class Resources:
             limiter=limiter_from_redis(client, lease_ttl_s=settings.politeness.lease_ttl_s,
                                        max_penalty_s=settings.politeness.max_penalty_s,
                                        default_penalty_s=settings.politeness.default_penalty_s),
+            providers=Providers.from_settings(settings, client),
         )
 
 

@@ -37,6 +37,7 @@ from chains.engine import Publisher, Unit, queue_of, revived
 from chains.model import Chain
 from external_interface import keys
 from external_interface.ledger import Ledger
+from utils.brokers import broker_kind
 
 log = get_logger(__name__)
 SCAN_CHUNK = 1000
@@ -76,7 +77,7 @@ class RedisBrokerView:
 @contextmanager
 def broker_view(app: Celery) -> Iterator[RedisBrokerView | None]:
     """A view of ``app``'s broker for one sweep, or None when the broker is not Redis."""
-    if not str(app.conf.broker_url).startswith("redis"):
+    if broker_kind(str(app.conf.broker_url)) != "redis":
         yield None
         return
     with app.connection_for_read() as conn:

@@ -1,7 +1,12 @@
-"""``python -m sandbox [--port P] [--seed S] [--users N] [--articles N] [--reposts N]``.
+"""``python -m sandbox [--port P] [--seed S] [--users N] [--articles N] [--reposts N]
+[--exits N] [--burnt-exits N] [--exits-file PATH] [--no-defences]``.
 
 Serves the demo site on 127.0.0.1 until SIGTERM; prints its base URL on stdout once
-listening, and writes it to ``--url-file`` when given.
+listening, and writes it to ``--url-file`` when given. Every defence is on
+(``Defences.on()``) unless ``--no-defences``; ``--exits`` forward proxies
+(``sandbox.exits``) listen next to it, their URLs written to ``--exits-file`` (what
+``PROXY_FILE`` reads), and the last ``--burnt-exits`` of them are banned from the
+start, as a bought proxy list always holds a few burnt addresses.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import signal
 import sys
 from pathlib import Path
 
+from sandbox.defences import Defences
+from sandbox.exits import Exits
 from sandbox.server import SandboxServer, Site
 from sandbox.world import Shape, World
 
@@ -24,14 +31,28 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--articles", type=int, default=Shape.articles)
     p.add_argument("--reposts", type=int, default=Shape.reposts)
     p.add_argument("--url-file", type=Path)
+    p.add_argument("--exits", type=int, default=4, help="forward proxies to start")
+    p.add_argument("--burnt-exits", type=int, default=1, help="exits banned from the start")
+    p.add_argument("--exits-file", type=Path, help="write the proxies' URLs here")
+    p.add_argument("--no-defences", action="store_true", help="serve without any defence")
     return p.parse_args(argv)
+
+
+def defences_for(args: argparse.Namespace, exits: Exits) -> Defences:
+    if args.no_defences:
+        return Defences()
+    burnt = exits.addresses[len(exits.addresses) - args.burnt_exits:] if args.burnt_exits else []
+    return Defences.on(banned_exits=frozenset(burnt))
 
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     world = World(args.seed, Shape(users=args.users, articles=args.articles, reposts=args.reposts))
-    server = SandboxServer(Site(world), args.host, args.port)
+    exits = Exits(args.exits).start()
+    server = SandboxServer(Site(world, defences=defences_for(args, exits)), args.host, args.port)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    if args.exits_file:
+        exits.write(args.exits_file)
     if args.url_file:
         args.url_file.write_text(server.base_url + "\n")
     print(server.base_url, flush=True)
@@ -39,6 +60,9 @@ def main(argv: list[str]) -> int:
         server.serve_forever()
     finally:
         server.server_close()
+        exits.stop()
+        if args.exits_file:
+            args.exits_file.unlink(missing_ok=True)  # a stale list would point at nothing
     return 0
 
 

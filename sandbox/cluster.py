@@ -3,6 +3,11 @@
 Tests, the fault harness and benchmarks start it the same way. Everything runs as
 separate OS processes on loopback and a unix socket, as in production; nothing is
 mocked. Workers are started and killed by pid.
+
+The sandbox's defences are off unless a test passes ``defences`` (then exit proxies
+start too, and workers read them from ``PROXY_FILE``); without defences the demo
+site's providers are off as well (``RESOURCES_DISABLED_SITES``), so request counts
+are exactly those of the crawl graph. ``python -m sandbox`` and the demo defend.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from chains.job import Job
 from chains.model import Chain
 from config import Settings
 from external_interface.resources import Resources
+from sandbox.defences import Defences
+from sandbox.exits import Exits
 from sandbox.server import Faults, SandboxServer, Site
 from sandbox.world import World
 from utils import embedded_redis
@@ -77,12 +84,17 @@ class Cluster:
     """One redis-server, one sandbox, any number of worker processes, in ``workdir``."""
 
     def __init__(self, workdir: Path, world: World, extra_env: dict[str, str] | None = None,
-                 faults: Faults | None = None):
+                 faults: Faults | None = None, defences: Defences | None = None,
+                 exits: int = 4):
         self.workdir = workdir
         self.world = world
         self.faults = faults
+        self.defences = defences
+        self.exits = Exits(exits) if defences is not None else None
         self.socket = workdir / "redis.sock"
-        self.env = local_env(workdir, self.socket, {**FAST_FAILURE_ENV, **(extra_env or {})})
+        undefended = {} if defences is not None else {"RESOURCES_DISABLED_SITES": '["demo"]'}
+        self.env = local_env(workdir, self.socket,
+                             {**FAST_FAILURE_ENV, **undefended, **(extra_env or {})})
         self.redis: subprocess.Popen[bytes] | None = None
         self.sandbox: SandboxServer | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
@@ -93,9 +105,12 @@ class Cluster:
         """Start everything; ``redis=False`` leaves the broker for later (``start_redis``)."""
         if redis:
             self.start_redis()
-        self.sandbox = SandboxServer(Site(self.world, self.faults))
+        self.sandbox = SandboxServer(Site(self.world, self.faults, self.defences))
         self.sandbox.start_in_thread()
         self.env["DEMO_BASE_URL"] = self.sandbox.base_url
+        if self.exits is not None:
+            self.exits.start().write(self.workdir / "exits.txt")
+            self.env.setdefault("PROXY_FILE", str(self.workdir / "exits.txt"))
         for _ in range(workers):
             self.start_worker(concurrency)
         return self
@@ -157,6 +172,8 @@ class Cluster:
         if self.sandbox:
             self.sandbox.shutdown()
             self.sandbox.server_close()
+        if self.exits is not None:
+            self.exits.stop()
         if self._resources:
             self._resources.store.close()
         if self.redis and self.redis.poll() is None:
@@ -196,8 +213,9 @@ class Cluster:
 @contextmanager
 def running_cluster(workdir: Path, world: World, workers: int = 1, concurrency: int = 2,
                     extra_env: dict[str, str] | None = None,
-                    faults: Faults | None = None) -> Iterator[Cluster]:
-    cluster = Cluster(workdir, world, extra_env, faults)
+                    faults: Faults | None = None,
+                    defences: Defences | None = None) -> Iterator[Cluster]:
+    cluster = Cluster(workdir, world, extra_env, faults, defences)
     try:
         yield cluster.start(workers, concurrency)
     finally:

@@ -7,6 +7,10 @@ Routes (h5 = mobile web JSON/HTML, app = the app's article pages):
     GET /h5/user/<uid>/statuses?cursor=C     JSON, cursor-paged statuses
     GET /app/article/<aid>                   HTML article detail
     GET /api/comments?article_id=A&cursor=C  JSON, cursor-paged comments
+
+plus login and device registration (``sandbox.login``) and ``GET /health``. ``Faults``
+make it misbehave for tests; ``Defences`` (``sandbox.defences``) make it defend itself
+like a real site.
 """
 
 from __future__ import annotations
@@ -18,15 +22,19 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from http.cookies import CookieError, SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from sandbox.calls import Answer, Call, json_answer
+from sandbox.defences import Defences, Guard
 from sandbox.world import World
 
 Reply = tuple[int, str, bytes]  # status, content type, body
+UNSIGNED = frozenset({"sign", "ts"})  # a request's signature is not part of what it asks for
 
 
 def encode_cursor(offset: int) -> str:
@@ -57,17 +65,21 @@ class Faults:
     rate_limit_retry_after: int = 3600  # ... with this Retry-After (seconds)
 
 
-def url_key(path: str, query: dict[str, str]) -> str:
-    """One string per distinct request: the path and its query, sorted."""
-    return path + "?" + "&".join(f"{k}={v}" for k, v in sorted(query.items()))
+def url_key(path: str, query: Mapping[str, str]) -> str:
+    """One string per distinct request: the path and its query, sorted, signature left out
+    (a retry signs again: it is still the same request)."""
+    return path + "?" + "&".join(f"{k}={v}" for k, v in sorted(query.items())
+                                 if k not in UNSIGNED)
 
 
 class Site:
     """Pure request -> reply functions over a ``World``; no sockets here."""
 
-    def __init__(self, world: World, faults: Faults | None = None) -> None:
+    def __init__(self, world: World, faults: Faults | None = None,
+                 defences: Defences | None = None) -> None:
         self.world = world
         self.faults = faults or Faults()
+        self.guard = Guard(defences)
         self._seen: dict[str, int] = {}
         self._limited: set[str] = set()
         self._lock = threading.Lock()
@@ -80,8 +92,22 @@ class Site:
         ]
 
     def handle(self, path: str, query: dict[str, str]) -> Reply:
+        """A GET from the default client, for tests that need no headers."""
+        answer = self.answer(Call(path, query))
+        return answer.status, answer.content_type, answer.body
+
+    def answer(self, call: Call) -> Answer:
+        """Defences first, then faults, then login and device desks, then the pages."""
+        if call.path == "/health":  # for health checks: no defence, no fault
+            return json_answer(200, {"ok": True})
         if self.faults.latency_s:
             time.sleep(self.faults.latency_s)
+        screened = self.guard.screen(call) or self.guard.route(call)
+        if screened is not None:
+            return screened
+        return Answer(*self._page(call.path, dict(call.query)))
+
+    def _page(self, path: str, query: dict[str, str]) -> Reply:
         fault = self._rate_limit(path, query) or self._fault(path, query)
         if fault is not None:
             return fault
@@ -194,33 +220,66 @@ class Handler(BaseHTTPRequestHandler):
     server: SandboxServer
 
     def do_GET(self) -> None:
-        parts = urlsplit(self.path)
-        query = {k: v[0] for k, v in parse_qs(parts.query).items()}
-        token = self.server.arrived(url_key(parts.path, query), self.client_address[1])
+        self._serve()
+
+    def do_POST(self) -> None:
+        self._serve()
+
+    def _serve(self) -> None:
+        call = self._call()
+        token = self.server.arrived(url_key(call.path, call.query), self.client_address[1],
+                                    call.client)
         status, delivered = 0, False  # a view that raised answers nothing
         try:
-            status, ctype, body = self.server.site.handle(parts.path, query)
+            answer = self.server.site.answer(call)
+            status = answer.status
             self.server.count(status)
             self.send_response(status)
-            self._retry_after(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
+            self._retry_after(answer)
+            for name, value in answer.headers:
+                self.send_header(name, value)
+            self.send_header("Content-Type", answer.content_type)
+            self.send_header("Content-Length", str(len(answer.body)))
             self.end_headers()
-            self.wfile.write(body)
+            self.wfile.write(answer.body)
             self.wfile.flush()
             delivered = True
         finally:
             self.server.answered(token, status, delivered)
 
-    def _retry_after(self, status: int) -> None:
+    def _call(self) -> Call:
+        """The request as views see it; the client address is the exit the site sees."""
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+        return Call(
+            path=parts.path, query={k: v[0] for k, v in parse_qs(parts.query).items()},
+            method=self.command, client=self.client_address[0],
+            headers={k.lower(): v for k, v in self.headers.items()},
+            cookies=_cookies(self.headers.get("Cookie", "")),
+            form={k: v[0] for k, v in parse_qs(body).items()},
+        )
+
+    def _retry_after(self, answer: Answer) -> None:
         faults = self.server.site.faults
-        if status == 503 and faults.retry_after is not None:
+        if answer.has_header("Retry-After"):
+            return
+        if answer.status == 503 and faults.retry_after is not None:
             self.send_header("Retry-After", str(faults.retry_after))
-        if status == 429:
+        if answer.status == 429:
             self.send_header("Retry-After", str(faults.rate_limit_retry_after))
 
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: one line per request would drown the logs."""
+
+
+def _cookies(header: str) -> dict[str, str]:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(header)
+    except CookieError:
+        return {}
+    return {name: morsel.value for name, morsel in jar.items()}
 
 
 @dataclass(frozen=True)
@@ -233,6 +292,7 @@ class Hit:
     answered: float | None = None
     status: int | None = None  # None while in flight; 0 if the view raised
     delivered: bool = False  # the reply was written out (the client may still have died)
+    client: str = "127.0.0.1"  # the client's address: a proxy's exit when one was used
 
 
 @dataclass
@@ -256,18 +316,18 @@ class SandboxServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._tokens = 0
 
-    def arrived(self, url: str, client_port: int) -> int:
+    def arrived(self, url: str, client_port: int, client: str = "127.0.0.1") -> int:
         """Record a request as in flight; the token closes it in ``answered``."""
         with self._lock:
             self._tokens += 1
-            self.log.in_flight[self._tokens] = Hit(url, client_port, time.time())
+            self.log.in_flight[self._tokens] = Hit(url, client_port, time.time(), client=client)
             return self._tokens
 
     def answered(self, token: int, status: int, delivered: bool) -> None:
         with self._lock:
             hit = self.log.in_flight.pop(token)
             self.log.hits.append(Hit(hit.url, hit.client_port, hit.arrived, time.time(), status,
-                                     delivered))
+                                     delivered, hit.client))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A crawler killed mid-request resets its connection: expected here, not news."""

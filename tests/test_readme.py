@@ -8,6 +8,8 @@ from config import (
     BrokerSettings,
     DedupSettings,
     FetchSettings,
+    ProxySettings,
+    ResourceSettings,
     StateSettings,
     StorageSettings,
     TaskSettings,
@@ -23,7 +25,7 @@ def test_the_two_commands_come_first() -> None:
 
 def test_every_setting_is_in_the_config_table() -> None:
     for model in (BrokerSettings, StateSettings, StorageSettings, DedupSettings, TaskSettings,
-                  FetchSettings):
+                  FetchSettings, ResourceSettings, ProxySettings):
         prefix = str(model.model_config.get("env_prefix", ""))
         for name in model.model_fields:
             assert f"`{(prefix + name).upper()}`" in README, name

@@ -18,6 +18,8 @@ from chains.engine import Unit
 from exceptions import CrawlError
 from external_interface.fetch import Request
 from external_interface.ledger import Outcome
+from external_interface.providers import Gear
+from external_interface.providers.outfit import Outfit
 from external_interface.recrawl import Recrawl
 from external_interface.storage import Item
 
@@ -89,6 +91,9 @@ class Work:
     ready: bool = False  # its items are saved and its children registered and published
     error: CrawlError | None = None  # permanent: failed; otherwise retried
     defer: float | None = None  # the site's slot is this far off: sent again with a countdown
+    gear: Gear | None = None  # the providers its step uses (None: fetched as built)
+    outfit: Outfit | None = None  # what the providers gave its request
+    need: str | None = None  # the pool it waits for (cookie, device, proxy)
 
     @property
     def live(self) -> bool:

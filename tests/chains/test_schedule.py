@@ -24,6 +24,14 @@ def test_each_schedule_becomes_one_beat_entry_that_launches_its_chain() -> None:
     assert entry["schedule"].total_seconds() == 60
 
 
+def test_a_refill_schedule_launches_only_when_its_pool_is_low() -> None:
+    entries = beat_schedule([Schedule(chain="demo-login", every_s=300, when_low="cookie:demo")])
+    [entry] = entries.values()
+    assert entry["args"] == ["demo-login", {}] and entry["kwargs"] == {"when_low": "cookie:demo"}
+    with pytest.raises(ValidationError, match="when_low"):
+        Schedule(chain="demo-login", every_s=300, when_low="cookies")
+
+
 def test_the_environment_replaces_declared_schedules(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CHAIN_SCHEDULES", '[{"chain": "demo", "every_s": 5}]')
     assert declared_schedules() == [Schedule(chain="demo", every_s=5)]

@@ -1,0 +1,199 @@
+"""Requests through the providers: the order of the transformers, bans by content, blame,
+and what each outcome does to the resources. In-process pools: no network needed."""
+
+from __future__ import annotations
+
+import time
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+
+from config import ProxySettings, ResourceSettings
+from exceptions import Banned, ClientError, NetworkError, RateLimited, SessionExpired
+from external_interface.captcha import IMAGE_META
+from external_interface.cookie import CookieJar
+from external_interface.device_id import DevicePool
+from external_interface.fetch import Request, Response
+from external_interface.ledger import Ledger
+from external_interface.pool import pool_factory
+from external_interface.providers import Gear, Providers, Refill, SiteProviders, Uses
+from external_interface.providers.outfit import NeedResource, check_response, equip, settle
+from external_interface.providers.refill import Refills, credit, pool_is_low
+from external_interface.proxy import ProxyPool, claimer
+from external_interface.proxy.sources import StaticSource
+from external_interface.user_agent import BundledUserAgents
+from sandbox.captcha import CaptchaDesk
+from sandbox.defences import agent_matches, signature_problem
+from sites import declared_providers
+from sites.demo import PROVIDERS
+
+EXITS = ["http://127.0.0.1:9001", "http://127.0.0.1:9002"]
+
+
+def providers() -> Providers:
+    pools = pool_factory("memory", None)
+    return Providers(
+        settings=ResourceSettings(), proxy_settings=ProxySettings(ban_cooldown_s=60),
+        proxies=ProxyPool(pools, StaticSource(EXITS), 300, claimer(None)),
+        cookies=CookieJar(pools), devices=DevicePool(pools), agents=BundledUserAgents(),
+        refills=Refills(None, 30))
+
+
+def gear(step: str) -> Gear:
+    uses = PROVIDERS.uses_for(f"demo.{step}")
+    assert uses is not None
+    return Gear("demo", PROVIDERS, uses)
+
+
+def test_a_login_is_equipped_in_order_and_signed_over_everything_it_sends() -> None:
+    p, desk = providers(), CaptchaDesk(seed=3)
+    challenge = desk.issue()
+    request = Request("http://127.0.0.1/h5/login", method="POST",
+                      params={"captcha_id": challenge.captcha_id},
+                      meta={IMAGE_META: challenge.data_url})
+    signing = Gear("demo", PROVIDERS, Uses(user_agent="mobile", proxy=True, captcha=True,
+                                           sign=True))
+    outfit = equip(p, signing, request, "unit-1", [])
+    sent = outfit.request
+    assert agent_matches("mobile", sent.headers["User-Agent"])
+    assert sent.proxy in EXITS and outfit.proxy == f"127.0.0.1:{urlsplit(sent.proxy).port}"
+    assert desk.check(challenge.captcha_id, sent.params["captcha_answer"])
+    assert outfit.solves == 1
+    assert signature_problem("/h5/login", sent.params, time.time(), 60) is None  # answer signed
+
+
+def test_cookie_and_device_come_from_the_sites_pools() -> None:
+    p = providers()
+    p.cookies.add("demo", "reader1", {"sid": "s1"})
+    p.devices.add("demo", "d1")
+    user = equip(p, gear("h5.user_info"), Request("http://x/h5/user/u1"), "u", [])
+    assert user.request.cookies == {"sid": "s1"} and user.cookie is not None
+    assert user.low == ("cookie",)  # the last session left: a refill is due
+    article = equip(p, gear("app.detail"), Request("http://x/app/article/a1"), "u", [])
+    assert article.request.headers["X-Device-Id"] == "d1"
+    assert article.request.headers["User-Agent"].startswith("DemoApp/")
+
+
+def test_an_empty_pool_makes_the_unit_wait_for_that_kind() -> None:
+    with pytest.raises(NeedResource) as waiting:
+        equip(providers(), gear("h5.user_info"), Request("http://x/h5/user/u1"), "u", [])
+    assert waiting.value.kind == "cookie" and waiting.value.seconds is None
+
+
+def test_a_unit_never_gets_a_proxy_it_must_avoid() -> None:
+    p = providers()
+    first = equip(p, gear("h5.feed"), Request("http://x/h5/feed"), "u", [])
+    for _ in range(4):
+        again = equip(p, gear("h5.feed"), Request("http://x/h5/feed"), "u", [first.proxy or ""])
+        assert again.proxy != first.proxy
+
+
+def page(status: int, body: bytes) -> Response:
+    return Response("http://x/h5/user/u1", status, {"Content-Type": "text/html"}, body)
+
+
+@pytest.mark.parametrize(("response", "error", "resource"), [
+    (page(200, b"<p>Verify you are human</p>"), Banned, "proxy"),
+    (page(403, b'{"error": "device quota exceeded"}'), Banned, "device"),
+    (page(401, b'{"error": "session expired"}'), SessionExpired, "cookie"),
+    (page(403, b'{"error": "banned"}'), Banned, None),
+    (page(400, b'{"error": "stale timestamp"}'), ClientError, None),
+])
+def test_responses_are_judged_by_content_first_then_by_status(
+        response: Response, error: type[Exception], resource: str | None) -> None:
+    with pytest.raises(error) as judged:
+        check_response(response, PROVIDERS.bans)
+    assert getattr(judged.value, "resource", None) == resource
+
+
+def test_a_normal_page_passes() -> None:
+    check_response(page(200, b"<div class='profile'>"), PROVIDERS.bans)
+
+
+def test_a_ban_rests_the_proxy_and_is_avoided_an_expired_session_is_retired() -> None:
+    p = providers()
+    p.cookies.add("demo", "reader1", {"sid": "s1"})
+    outfit = equip(p, gear("h5.user_info"), Request("http://x/h5/user/u1"), "u", [])
+    avoid = settle(p, gear("h5.user_info"), outfit, Banned("403"), 2.0)
+    assert avoid == outfit.proxy
+    assert p.proxies is not None and p.proxies.stats().cooling == 1
+    settle(p, gear("h5.user_info"), outfit, SessionExpired("401"), 2.0)
+    assert p.cookies.stats("demo").retired == 1
+
+
+def test_a_429_rests_only_that_exit_and_a_network_error_marks_it_down() -> None:
+    p = providers()
+    outfit = equip(p, gear("h5.feed"), Request("http://x/h5/feed"), "u", [])
+    assert settle(p, gear("h5.feed"), outfit, RateLimited("429", retry_after=1.0), 2.0) is None
+    assert p.proxies is not None and p.proxies.stats().cooling == 1
+    other = equip(p, gear("h5.feed"), Request("http://x/h5/feed"), "u", [])
+    assert other.proxy != outfit.proxy
+    settle(p, gear("h5.feed"), other, NetworkError("reset"), 2.0)
+    assert p.proxies.stats().ready == 0
+
+
+def test_a_declaration_that_signs_without_a_signer_fails_when_built() -> None:
+    with pytest.raises(ValueError, match="signer"):
+        SiteProviders(uses={"h5": Uses(sign=True)})
+    with pytest.raises(ValueError, match="refills"):
+        SiteProviders(uses={"h5": Uses(cookie=True)})
+
+
+def test_a_signer_that_is_not_a_signer_fails_when_built() -> None:
+    with pytest.raises(TypeError, match="Signer"):
+        SiteProviders(uses={}, signer=object())  # type: ignore[arg-type]
+
+
+def test_an_unknown_user_agent_family_fails_when_built() -> None:
+    with pytest.raises(ValueError, match="smart-fridge"):
+        SiteProviders(uses={"h5": Uses(user_agent="smart-fridge")})
+
+
+def test_every_refill_chain_a_site_names_is_registered_and_fits_its_tasks() -> None:
+    from chains.checks import check_chain
+    from chains.registry import get_chain
+    from worker import SITES, app
+
+    app.loader.import_default_modules()
+    for site in sorted(p.name for p in SITES.iterdir() if (p / "__init__.py").exists()):
+        declared = declared_providers(site)
+        for refill in (declared.refills.values() if declared else ()):
+            check_chain(get_chain(refill.chain), app.tasks)
+
+
+def test_a_step_entry_wins_over_its_platforms() -> None:
+    declared = SiteProviders(uses={"h5": Uses(proxy=True), "h5.login": Uses()})
+    assert declared.uses_for("demo.h5.feed") == Uses(proxy=True)
+    assert declared.uses_for("demo.h5.login") == Uses()
+    assert declared.uses_for("demo.pc.feed") is None
+
+
+def test_one_refill_in_flight_per_pool_and_accounts_take_turns(
+        redis_client: redis.Redis) -> None:
+    refills = Refills(redis_client, lock_s=30)
+    asked = {"job": "j1", "step": "user_info"}
+    first = refills.claim("cookie", "demo", Refill("demo-login", size=2), asked)
+    assert first == [{"turn": 0, "requested_by": asked}, {"turn": 1, "requested_by": asked}]
+    assert refills.claim("cookie", "demo", Refill("demo-login", size=2), asked) == []
+    refills.release("cookie", "demo")
+    again = refills.claim("cookie", "demo", Refill("demo-login", size=2), None)
+    assert [params["turn"] for params in again] == [2, 3]
+
+
+def test_a_refill_credits_the_job_that_asked_for_it(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    ledger.create_job("refill", {}, {"turn": 0, "requested_by": {"job": "crawl",
+                                                                 "step": "user_info"}})
+    credit(ledger, "refill", {"cookie_refreshes": 1, "captcha_solves": 1})
+    counts = ledger.counts("crawl")["user_info"]
+    assert (counts["cookie_refreshes"], counts["captcha_solves"]) == (1, 1)
+
+
+def test_a_pool_is_low_at_or_below_the_refill_mark() -> None:
+    p = providers()
+    assert pool_is_low(p, "cookie", "demo")
+    p.cookies.add("demo", "reader1", {"sid": "1"})
+    assert pool_is_low(p, "cookie", "demo")  # RESOURCES_REFILL_BELOW=1
+    p.cookies.add("demo", "reader2", {"sid": "2"})
+    assert not pool_is_low(p, "cookie", "demo")
