@@ -8,8 +8,10 @@ from config import (
     BrokerSettings,
     DedupSettings,
     FetchSettings,
+    PolitenessSettings,
     ProxySettings,
     ResourceSettings,
+    ReviveSettings,
     StateSettings,
     StorageSettings,
     TaskSettings,
@@ -25,7 +27,8 @@ def test_the_two_commands_come_first() -> None:
 
 def test_every_setting_is_in_the_config_table() -> None:
     for model in (BrokerSettings, StateSettings, StorageSettings, DedupSettings, TaskSettings,
-                  FetchSettings, ResourceSettings, ProxySettings):
+                  FetchSettings, ResourceSettings, ProxySettings, ReviveSettings,
+                  PolitenessSettings):
         prefix = str(model.model_config.get("env_prefix", ""))
         for name in model.model_fields:
             assert f"`{(prefix + name).upper()}`" in README, name
