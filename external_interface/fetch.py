@@ -1,14 +1,20 @@
-"""The bounded HTTP fetch every task uses, on top of ``requests``.
+"""The bounded HTTP fetch every task uses, directly on urllib3's connection pools.
 
 Bounds: connect and read timeouts; a wall-clock deadline over the whole fetch,
-headers and redirects included (``fetch_transport.Deadline`` shuts the sockets
-down when it passes, so a server dripping a byte a second cannot stretch it); a
-cap on decoded body bytes (urllib3 >= 2.7 decodes in bounded steps, so a gzip,
-deflate, brotli or nested-encoding bomb stops at the cap); a refusal of
-unwanted content types after the headers, before any body byte is read;
-redirects followed by hand with a hop cap, a scheme check and, with a
-``UrlGuard``, the SSRF check on every hop; ``Authorization`` dropped when a
-redirect leaves the origin, as ``requests`` does.
+headers and redirects included (every socket obeys ``fetch_transport.Deadline``,
+so a server dripping a byte a second cannot stretch it); a cap on decoded body
+bytes (urllib3 >= 2.7 decodes in bounded steps, so a gzip, deflate, brotli or
+nested-encoding bomb stops at the cap); a refusal of unwanted content types
+after the headers, before any body byte is read; redirects followed by hand
+with a hop cap, a scheme check and, with a ``UrlGuard``, the SSRF check on
+every hop; ``Authorization`` and ``Proxy-Authorization`` dropped when a redirect
+leaves the origin, cookies when it leaves the host.
+
+A request is exactly what ``Request`` says: ``params`` urlencoded onto the URL
+(after its own query), ``cookies`` as the Cookie header (an explicit Cookie
+header wins), credentials in the URL as Basic auth, the proxy from
+``Request.proxy`` only. Nothing carries over from one fetch to the next but
+kept-alive connections: no cookie jar, no proxy from the environment.
 
 Every error is a ``CrawlError`` whose message and ``url`` have credentials
 masked (``utils.urls.redact_text``): a proxy URL's password never reaches a
@@ -22,11 +28,14 @@ import json
 import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, NoReturn
-from urllib.parse import urlsplit
+from http.client import HTTPException
+from typing import Any, NoReturn, cast
+from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 
-import requests
 import urllib3.exceptions
+from urllib3 import HTTPResponse, Timeout
+from urllib3.util import Retry, make_headers
+from urllib3.util.request import ACCEPT_ENCODING
 
 from config import FetchSettings
 from exceptions import (
@@ -41,13 +50,7 @@ from exceptions import (
     SessionExpired,
     UnsafeURL,
 )
-from external_interface.fetch_transport import (
-    BoundedSession,
-    Deadline,
-    Watchdog,
-    bounded_session,
-    mount_bounded,
-)
+from external_interface.fetch_transport import Deadline, Transport
 from external_interface.url_guard import UrlGuard
 from utils.decode import HtmlElement, XmlElement, decode_body, header_charset, parse_html, parse_xml
 from utils.urls import UnsupportedURL, absolute_url, redact_text, redact_url
@@ -58,10 +61,10 @@ CHUNK = 64 * 1024
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 XML_TYPES = ("application/xml", "text/xml", "application/rss+xml", "application/atom+xml")
 JSON_TYPES = ("application/json", "text/json", "application/*+json")
-_ORIGIN_HEADERS = ("authorization", "proxy-authorization")
-_MALFORMED = (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
-              requests.exceptions.MissingSchema, ValueError)  # a bad URL, proxy URL or header
-_READ_ERRORS = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
+DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING.replace(",", ", ")}
+_ORIGIN_HEADERS = frozenset({"authorization", "proxy-authorization"})
+_BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
+_NETWORK_ERRORS = (urllib3.exceptions.HTTPError, HTTPException, OSError)
 
 
 @dataclass(frozen=True)
@@ -130,20 +133,18 @@ class Response:
 
 
 class Fetcher:
-    """One ``requests.Session`` per process with keep-alive; bounds from ``FetchSettings``.
+    """Kept-alive connection pools per process; bounds from ``FetchSettings``.
 
-    ``guard`` turns the SSRF check on (every hop, at connect time). A given
-    ``session`` (a ``BoundedSession``, see why there) gets guarded adapters if asked.
+    ``guard`` turns the SSRF check on (every hop, at connect time). The pools are
+    built here, not at import, and again in a forked child.
     """
 
-    def __init__(self, settings: FetchSettings, session: BoundedSession | None = None,
-                 guard: UrlGuard | None = None) -> None:
+    def __init__(self, settings: FetchSettings, guard: UrlGuard | None = None) -> None:
         self.settings = settings
         self.guard = guard
-        self.watchdog = Watchdog()
-        self.session = session or bounded_session(guard)
-        if session is not None and guard is not None:
-            mount_bounded(session, guard)
+        self.transport = Transport(guard)
+        self._timeout = Timeout(connect=settings.connect_timeout_s, read=settings.read_timeout_s)
+        self._no_retries = Retry.from_int(False, redirect=False)  # built once, not per request
 
     def fetch(self, request: Request) -> Response:
         """Fetch, following redirects; raise the classified error for a bad outcome."""
@@ -153,71 +154,113 @@ class Fetcher:
 
     def fetch_raw(self, request: Request) -> Response:
         """Fetch within every bound but without judging the status."""
-        with Deadline(self.settings.deadline_s, self.watchdog) as deadline:
-            return self._follow(request, deadline, time.monotonic())
+        with Deadline(self.settings.deadline_s) as deadline:
+            return self._follow(request, deadline)
 
-    def _follow(self, request: Request, deadline: Deadline, started: float) -> Response:
+    def _follow(self, request: Request, deadline: Deadline) -> Response:
         hop = request
         for _ in range(self.settings.max_redirects + 1):
-            self._check_url(hop)
-            raw = self._send(hop, deadline)
+            url = with_params(hop.url, hop.params)
+            raw = self._send(hop, url, deadline)
+            location = raw.headers.get("location")
+            if raw.status not in REDIRECTS or location is None:
+                return self._read(raw, url, hop.accept_types, deadline)
             try:
-                location = raw.headers.get("location")
-                if raw.status_code not in REDIRECTS or location is None:
-                    return self._read(raw, hop, deadline, started)
-                hop = _next_hop(hop, raw, location)
+                hop = _next_hop(hop, url, raw.status, location)
             finally:
-                raw.close()
+                _release(raw)
         raise ResponseRejected(f"more than {self.settings.max_redirects} redirects",
                                url=redact_url(request.url))
 
-    def _check_url(self, hop: Request) -> None:
+    def _check_url(self, hop: Request, url: str) -> SplitResult:
         try:
-            scheme = urlsplit(hop.url).scheme.lower()
+            parts = urlsplit(url)
         except ValueError as exc:  # "http://[bad" and friends
-            _raise(ClientError, "malformed URL", exc, hop.url)
-        if scheme not in ALLOWED_SCHEMES:
-            raise ResponseRejected(f"scheme {scheme or '(none)'!r} is not http/https",
-                                   url=redact_url(hop.url))
+            _raise(ClientError, "malformed URL", exc, url)
+        if parts.scheme.lower() not in ALLOWED_SCHEMES:
+            raise ResponseRejected(f"scheme {parts.scheme or '(none)'!r} is not http/https",
+                                   url=redact_url(url))
         if self.guard is not None:
-            self.guard.check_url(hop.url, resolve=hop.proxy is not None)
+            self.guard.check_url(url, resolve=hop.proxy is not None)
+        return parts
 
-    def _send(self, hop: Request, deadline: Deadline) -> requests.Response:
-        """Prepare (a bad request is a ``ClientError``), then send within the time left."""
-        left = deadline.left()
-        if left <= 0:
-            raise NetworkError("fetch deadline passed before the request", url=redact_url(hop.url))
+    def _send(self, hop: Request, url: str, deadline: Deadline) -> HTTPResponse:
+        """Route and build (a bad request is a ``ClientError``), then send within the time left."""
+        parts = self._check_url(hop, url)
+        if deadline.left() <= 0:
+            raise NetworkError("fetch deadline passed before the request", url=redact_url(url))
         try:
-            prepared = self.session.prepare_request(requests.Request(
-                hop.method, hop.url, params=hop.params or None, headers=hop.headers,
-                cookies=hop.cookies, data=hop.data))
-        except (requests.RequestException, ValueError) as exc:
-            _raise(ClientError, "request cannot be built", exc, hop.url)
-        proxies = {"http": hop.proxy, "https": hop.proxy} if hop.proxy else {}
-        timeout = (min(self.settings.connect_timeout_s, left),
-                   min(self.settings.read_timeout_s, left))
+            scheme = parts.scheme.lower()
+            pool = self.transport.pool(scheme, parts.hostname or "", parts.port, hop.proxy)
+            target = _target(parts, scheme, absolute=hop.proxy is not None and scheme == "http")
+            headers = _headers(hop, parts)
+        except ValueError as exc:  # a bad port, host, proxy URL or credential
+            _raise(ClientError, "request cannot be built", exc, url)
         try:
-            return self.session.send(prepared, timeout=timeout, allow_redirects=False,
-                                     **self.session.merge_environment_settings(
-                                         prepared.url, proxies, True, None, None))
+            return cast(HTTPResponse, pool.urlopen(
+                hop.method, target, body=hop.data, headers=headers, retries=self._no_retries,
+                redirect=False, assert_same_host=False, timeout=self._timeout,
+                preload_content=False, decode_content=True, release_conn=False))
         except UnsafeURL as exc:
-            raise UnsafeURL(str(exc), url=redact_url(hop.url)) from None
-        except requests.exceptions.InvalidHeader as exc:
-            _raise(ResponseRejected, "response headers are invalid", exc, hop.url)
-        except _MALFORMED as exc:
-            _raise(ClientError, "request cannot be sent", exc, hop.url)
-        except _READ_ERRORS as exc:
-            what = "fetch deadline passed" if deadline.expired else "request failed"
-            _raise(NetworkError, what, exc, hop.url)
+            raise UnsafeURL(str(exc), url=redact_url(url)) from None
+        except urllib3.exceptions.InvalidHeader as exc:
+            _raise(ResponseRejected, "response headers are invalid", exc, url)
+        except ValueError as exc:  # a header or URL http.client refuses to send
+            _raise(ClientError, "request cannot be sent", exc, url)
+        except _NETWORK_ERRORS as exc:
+            what = "fetch deadline passed" if deadline.passed else "request failed"
+            _raise(NetworkError, what, exc, url)
 
-    def _read(self, raw: requests.Response, hop: Request, deadline: Deadline,
-              started: float) -> Response:
-        if 200 <= raw.status_code < 300:
-            _check_type(raw, hop.accept_types)
-        body = _read_capped(raw, self.settings.max_body_bytes, deadline)
-        return Response(raw.url, raw.status_code, dict(raw.headers), body,
+    def _read(self, raw: HTTPResponse, url: str, accept: tuple[str, ...],
+              deadline: Deadline) -> Response:
+        try:
+            if 200 <= raw.status < 300:
+                _check_type(raw, url, accept)
+            body = _read_capped(raw, url, self.settings.max_body_bytes, deadline)
+        finally:
+            _release(raw)
+        return Response(url, raw.status, dict(raw.headers.itermerged()), body,
                         header_charset(raw.headers.get("content-type")),
-                        time.monotonic() - started)
+                        time.monotonic() - deadline.started)
+
+
+def with_params(url: str, params: dict[str, str]) -> str:
+    """``url`` with ``params`` urlencoded after its own query (before any fragment),
+    as ``requests`` encodes them and as signers sign them."""
+    if not params:
+        return url
+    base, hash_, fragment = url.partition("#")
+    joiner = "" if base.endswith(("?", "&")) else "&" if "?" in base else "?"
+    return f"{base}{joiner}{urlencode(params)}{hash_}{fragment}"
+
+
+def _target(parts: SplitResult, scheme: str, absolute: bool) -> str:
+    """The request target: origin form, or absolute form (no credentials) for an http proxy."""
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if not absolute:
+        return path
+    return f"{scheme}://{parts.netloc.rpartition('@')[2]}{path}"
+
+
+def _headers(hop: Request, parts: SplitResult) -> dict[str, str]:
+    """Defaults, then the request's own headers (any case), its cookies and URL credentials."""
+    names = {name.lower() for name in hop.headers}
+    headers = {k: v for k, v in DEFAULT_HEADERS.items() if k.lower() not in names} | hop.headers
+    if hop.cookies and "cookie" not in names:
+        headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in hop.cookies.items())
+    if "@" in parts.netloc and "authorization" not in names and (parts.username or parts.password):
+        credentials = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        headers["Authorization"] = make_headers(basic_auth=credentials)["authorization"]
+    return headers
+
+
+def _release(raw: HTTPResponse) -> None:
+    """Give the connection back to its pool, closed unless the body was read to its end
+    (urllib3 has then put it back, kept alive). A redirect's is closed, body unread: the
+    next hop may come before a server that closes after a redirect has said so."""
+    if raw.connection is not None:
+        raw.close()
+        raw.release_conn()
 
 
 def _raise(kind: type[CrawlError], what: str, exc: BaseException, url: str,
@@ -240,37 +283,45 @@ def _clean_chain(exc: BaseException) -> bool:
     return False
 
 
-def _next_hop(hop: Request, raw: requests.Response, location: str) -> Request:
+def _next_hop(hop: Request, url: str, status: int, location: str) -> Request:
     """The request for a redirect's target: method per RFC 9110, origin-bound headers
-    dropped when the origin changes, query params already in the URL."""
+    dropped when the origin changes, cookies when the host does, params already in the URL."""
     with contextlib.suppress(UnicodeError):  # raw UTF-8 in the header, read as latin-1
         location = location.encode("latin-1").decode("utf-8")
     try:
-        url = absolute_url(raw.url, location)
+        target = absolute_url(url, location)
     except UnsupportedURL as exc:
         raise ResponseRejected(f"redirect refused: {redact_text(str(exc))}",
-                               url=redact_url(raw.url), status=raw.status_code) from None
-    method, data = hop.method, hop.data
-    if raw.status_code == 303 or (raw.status_code in (301, 302) and method == "POST"):
-        method, data = "GET", None
-    headers = hop.headers
-    if _origin(url) != _origin(raw.url):
-        headers = {k: v for k, v in headers.items() if k.lower() not in _ORIGIN_HEADERS}
-    return replace(hop, url=url, method=method, data=data, params={}, headers=headers)
+                               url=redact_url(url), status=status) from None
+    method, data, headers, cookies = hop.method, hop.data, hop.headers, hop.cookies
+    if (status == 303 and method != "HEAD") or (status in (301, 302) and method == "POST"):
+        method, data, headers = "GET", None, _without(headers, _BODY_HEADERS)
+    here, there = urlsplit(url), urlsplit(target)
+    if _origin(here) != _origin(there):
+        headers = _without(headers, _ORIGIN_HEADERS)
+    if here.hostname != there.hostname:
+        headers, cookies = _without(headers, frozenset({"cookie"})), {}
+    return replace(hop, url=target, method=method, data=data, params={}, headers=headers,
+                   cookies=cookies)
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
-    parts = urlsplit(url)
+def _without(headers: dict[str, str], names: frozenset[str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in names}
+
+
+def _origin(parts: SplitResult) -> tuple[str, str, int | None]:
     return parts.scheme, parts.hostname or "", parts.port
 
 
-def _check_type(raw: requests.Response, accept: tuple[str, ...]) -> None:
+def _check_type(raw: HTTPResponse, url: str, accept: tuple[str, ...]) -> None:
     """Refuse a declared media type the step cannot use, before reading the body."""
+    if not accept:
+        return
     declared = raw.headers.get("content-type", "").split(";")[0].strip().lower()
-    if not accept or not declared or any(_type_matches(declared, a) for a in accept):
+    if not declared or any(_type_matches(declared, a) for a in accept):
         return
     raise ResponseRejected(f"content type {declared!r} is not one of {', '.join(accept)}",
-                           url=redact_url(raw.url), status=raw.status_code)
+                           url=redact_url(url), status=raw.status)
 
 
 def _type_matches(declared: str, pattern: str) -> bool:
@@ -283,51 +334,39 @@ def _type_matches(declared: str, pattern: str) -> bool:
     return want_sub in ("*", sub)
 
 
-def _read_capped(raw: requests.Response, cap: int, deadline: Deadline) -> bytes:
-    """Read the decoded body, stopping at ``cap`` bytes and at the deadline."""
-    url, status = redact_url(raw.url), raw.status_code
+def _read_capped(raw: HTTPResponse, url: str, cap: int, deadline: Deadline) -> bytes:
+    """Read the decoded body, stopping at ``cap`` bytes (the sockets stop at the deadline)."""
     declared = raw.headers.get("content-length", "")
     if declared.isdigit() and "content-encoding" not in raw.headers and int(declared) > cap:
         raise ResponseRejected(f"Content-Length {declared} exceeds the cap of {cap} bytes",
-                               url=url, status=status)
+                               url=redact_url(url), status=raw.status)
+    identity = "content-encoding" not in raw.headers
     chunks: list[bytes] = []
     size = 0
     try:
-        while chunk := _read_some(raw.raw, cap + 1 - size, deadline, url):
+        while chunk := raw.read1(min(CHUNK, cap + 1 - size), decode_content=True):
             chunks.append(chunk)
             size += len(chunk)
             if size > cap:
                 raise ResponseRejected(f"body exceeds the cap of {cap} decoded bytes",
-                                       url=url, status=status)
+                                       url=redact_url(url), status=raw.status)
+            if identity and raw.length_remaining == 0:
+                break  # all declared bytes are here and nothing is left to decode
     except urllib3.exceptions.DecodeError as exc:
         _raise(ResponseRejected, "body does not decode as its Content-Encoding says",
-                     exc, raw.url, status)
-    except (*_READ_ERRORS, ValueError) as exc:
-        what = "fetch deadline passed" if deadline.expired else "body broken off"
-        _raise(NetworkError, what, exc, raw.url)
+               exc, url, raw.status)
+    except (*_NETWORK_ERRORS, ValueError) as exc:
+        what = "fetch deadline passed" if deadline.passed else "body broken off"
+        _raise(NetworkError, what, exc, url)
     return b"".join(chunks)
-
-
-def _read_some(stream: Any, want: int, deadline: Deadline, url: str) -> bytes:
-    left = deadline.left()
-    if left <= 0 or deadline.expired:
-        raise NetworkError("fetch deadline passed while reading the body", url=url)
-    _set_read_timeout(stream, left)
-    return stream.read1(min(CHUNK, want), decode_content=True)
-
-
-def _set_read_timeout(stream: Any, seconds: float) -> None:
-    """Shorten the socket's read timeout to the time left before the deadline."""
-    sock = getattr(getattr(stream, "connection", None), "sock", None)
-    if sock is not None and sock.gettimeout() is not None and sock.gettimeout() > seconds:
-        sock.settimeout(seconds)
 
 
 def raise_for_status(response: Response) -> None:
     """Turn a status into the error branch that says what to do."""
-    status, url = response.status, redact_url(response.url)
+    status = response.status
     if status < 400:
         return
+    url = redact_url(response.url)
     if status == 429:
         raise RateLimited("429 Too Many Requests", url=url, status=status,
                           retry_after=parse_retry_after(response.header("Retry-After")))

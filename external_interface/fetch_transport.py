@@ -1,157 +1,180 @@
-"""The socket layer under ``fetch``: a hard wall-clock deadline and the SSRF guard.
+"""The socket layer under ``fetch``: pools, a hard wall-clock deadline and the SSRF guard.
 
 Socket timeouts bound each ``recv``, not a whole exchange: a server dripping
-its status line and headers a byte every few seconds never trips them, and
-``requests`` gives no hook between header lines. ``Deadline`` closes that gap:
-every socket a fetch touches is registered with it, and when the deadline
-passes a watchdog thread shuts those sockets down, so whatever phase is blocked (TLS
-handshake, headers, body, a proxy's CONNECT) fails at once.
+its status line and headers a byte every few seconds never trips them.
+``Deadline`` closes that gap without a thread or a system call per fetch: every
+socket the fetcher's pools open is a ``DeadlineSocket`` (a ``DeadlineSSLSocket``
+once TLS wraps it), which before each blocking call (``recv``, ``send``, the TLS
+handshake) lowers its timeout to the time left before the running fetch's
+deadline, and refuses once none is left. CPython bounds a whole ``sendall``, TLS
+handshake and TLS record read by the timeout they start with, so whatever phase
+is blocked (TLS handshake, a proxy's CONNECT, status line, headers, body) ends
+by the deadline; a connect gets the time left when it starts (urllib3 tries a
+name's addresses in turn, the guard's loop shortens each try). The running
+deadline is a context variable, so a kept-alive connection obeys whichever fetch
+is using it. Name resolution is the one step no socket bounds.
 
-The registration and the guard live in urllib3 connection classes mounted by
-``BoundedAdapter``. A guarded connection resolves its host once, keeps only the
-addresses ``UrlGuard`` allows and connects to one of those, so the address
-checked is the address connected to on every hop. Connections to a proxy are
-watched but not guarded: the proxy is configuration, not page input.
+A guarded connection resolves its host once, keeps only the addresses
+``UrlGuard`` allows and connects to one of those, so the address checked is the
+address connected to on every hop. Connections to a proxy obey the deadline but
+are not guarded: the proxy is configuration, not page input.
+
+``Transport`` holds the pools (its own for direct requests, a ``ProxyManager``
+per proxy URL), built by the fetcher in the process that uses them and again
+after a ``fork``, whose child must not share the parent's sockets.
 """
 
 from __future__ import annotations
 
-import contextlib
-import heapq
-import itertools
 import os
 import socket
+import ssl
 import threading
 import time
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-import requests
-from requests.adapters import HTTPAdapter
-from urllib3 import PoolManager
+import certifi
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    LocationValueError,
+    NameResolutionError,
+    NewConnectionError,
+)
 from urllib3.poolmanager import ProxyManager
+from urllib3.util import make_headers
 from urllib3.util.connection import create_connection
+from urllib3.util.ssl_ import create_urllib3_context
 
 from external_interface.url_guard import UrlGuard
 
-_current: ContextVar[Deadline | None] = ContextVar("crawlchain_fetch_deadline", default=None)
+MAX_POOLS = 256  # hosts (per proxy) kept alive at once; the oldest pool is dropped first
+MAX_IDLE = 32  # idle connections kept per pool
+PROXY_MANAGERS = 128  # proxies kept alive at once; the oldest is closed first
+_running: ContextVar[Deadline | None] = ContextVar("crawlchain_fetch_deadline", default=None)
 
 
 class Deadline:
-    """A fetch's wall-clock bound; ``with Deadline(s, watchdog):`` arms it for this thread.
+    """A fetch's wall-clock bound; ``with Deadline(s):`` makes the sockets obey it."""
 
-    Sockets are watched through a duplicate descriptor: ``shutdown`` acts on the
-    shared socket (plain or TLS-wrapped, even mid-handshake) while closing the
-    duplicate afterwards leaves the connection itself to urllib3.
-    """
+    __slots__ = ("_token", "at", "started")
 
-    def __init__(self, seconds: float, watchdog: Watchdog) -> None:
-        self.at = time.monotonic() + seconds
-        self.expired = False
-        self.finished = False
-        self._watchdog = watchdog
-        self._watched: list[socket.socket] = []
-        self._lock = threading.Lock()
+    def __init__(self, seconds: float) -> None:
+        self.started = time.monotonic()
+        self.at = self.started + seconds
 
     def left(self) -> float:
         return self.at - time.monotonic()
 
-    def watch(self, sock: socket.socket) -> None:
-        """Shut ``sock`` down when the deadline passes (at once if it has)."""
-        try:
-            dup = socket.fromfd(sock.fileno(), sock.family, sock.type)
-        except OSError:
-            return  # already closed: nothing left to bound
-        with self._lock:
-            self._watched.append(dup)
-            if self.expired:
-                _shutdown(dup)
-
-    def expire(self) -> None:
-        """Called by the watchdog: every watched socket is shut down, now and later."""
-        with self._lock:
-            if self.finished:
-                return
-            self.expired = True
-            for sock in self._watched:
-                _shutdown(sock)
+    @property
+    def passed(self) -> bool:
+        return time.monotonic() >= self.at
 
     def __enter__(self) -> Deadline:
-        self._token = _current.set(self)
-        self._watchdog.arm(self)
+        self._token: Token[Deadline | None] = _running.set(self)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        _current.reset(self._token)
-        with self._lock:
-            self.finished = True
-            for sock in self._watched:
-                sock.close()
-            self._watched.clear()
+        _running.reset(self._token)
 
 
-class Watchdog:
-    """One daemon thread that expires deadlines as they pass.
+def _shorten(sock: socket.socket, wanted: float | None) -> None:
+    """Lower ``sock``'s timeout to the running deadline; TimeoutError once it has passed."""
+    deadline = _running.get()
+    if deadline is None:
+        return
+    left = deadline.at - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("fetch deadline passed")
+    socket.socket.settimeout(sock, left if wanted is None or left < wanted else wanted)
 
-    A timer thread per fetch costs about a millisecond to start; this one thread
-    sleeps until the earliest armed deadline. It starts on first use and again
-    in a forked child (threads do not survive ``fork``).
+
+class DeadlineSocket(socket.socket):
+    """A socket whose blocking calls end by the running fetch's deadline.
+
+    ``wanted`` is the timeout urllib3 last asked for (connect or read timeout);
+    each call gets the smaller of it and the time left.
+    """
+
+    wanted: float | None = None
+
+    def settimeout(self, value: float | None) -> None:
+        self.wanted = value
+        super().settimeout(value)
+
+    def recv_into(self, *args: Any, **kwargs: Any) -> int:
+        _shorten(self, self.wanted)
+        return super().recv_into(*args, **kwargs)
+
+    def recv(self, *args: Any, **kwargs: Any) -> bytes:
+        _shorten(self, self.wanted)
+        return super().recv(*args, **kwargs)
+
+    def send(self, *args: Any, **kwargs: Any) -> int:
+        _shorten(self, self.wanted)
+        return super().send(*args, **kwargs)
+
+    def sendall(self, *args: Any, **kwargs: Any) -> None:
+        _shorten(self, self.wanted)
+        super().sendall(*args, **kwargs)
+
+
+class DeadlineSSLSocket(DeadlineSocket, ssl.SSLSocket):
+    """The TLS form, made by the fetcher's SSL context: the handshake obeys the deadline too."""
+
+    def do_handshake(self, *args: Any, **kwargs: Any) -> None:
+        _shorten(self, self.wanted)
+        super().do_handshake(*args, **kwargs)
+
+
+class TlsContext:
+    """The SSL context of one fetcher's pools, built at first use (loading CAs takes ms).
+
+    Certificates are checked against certifi's bundle, as ``requests`` checks them.
     """
 
     def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._armed: list[tuple[float, int, Deadline]] = []
-        self._order = itertools.count()
-        self._pid: int | None = None
+        self._context: ssl.SSLContext | None = None
 
-    def arm(self, deadline: Deadline) -> None:
-        with self._cond:
-            if self._pid != os.getpid():
-                self._pid = os.getpid()
-                threading.Thread(target=self._run, name="fetch-watchdog", daemon=True).start()
-            heapq.heappush(self._armed, (deadline.at, next(self._order), deadline))
-            self._cond.notify()
-
-    def _run(self) -> None:
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                while self._armed and (self._armed[0][0] <= now or self._armed[0][2].finished):
-                    heapq.heappop(self._armed)[2].expire()
-                self._cond.wait(self._armed[0][0] - now if self._armed else None)
-
-
-def _shutdown(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # already gone
-        sock.shutdown(socket.SHUT_RDWR)
-
-
-def _watch(sock: socket.socket | None) -> None:
-    deadline = _current.get()
-    if deadline is not None and sock is not None:
-        deadline.watch(sock)
+    def get(self) -> ssl.SSLContext:
+        if self._context is None:
+            context = create_urllib3_context()
+            context.load_verify_locations(certifi.where())
+            context.sslsocket_class = DeadlineSSLSocket
+            self._context = context
+        return self._context
 
 
 class _Bounded(HTTPConnection):
-    """Registers its socket with the running fetch's deadline; connects through the guard."""
+    """Opens a ``DeadlineSocket``, within the deadline, through the guard if it has one."""
 
     def __init__(self, *args: Any, guard: UrlGuard | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.guard = guard
 
     def _new_conn(self) -> socket.socket:
+        self._within_deadline()
         sock = self._guarded_conn() if self.guard is not None else super()._new_conn()
-        _watch(sock)
-        return sock
+        timeout = sock.gettimeout()
+        bounded = DeadlineSocket(sock.family, sock.type, sock.proto, sock.detach())
+        bounded.settimeout(timeout)
+        return bounded
 
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _watch(self.sock)  # a kept-alive connection: its socket is new to this fetch
-        super().request(*args, **kwargs)
+    def _within_deadline(self) -> None:
+        """Lower the connect timeout to the time left (``ConnectTimeoutError`` if none is)."""
+        deadline = _running.get()
+        if deadline is None:
+            return
+        left = deadline.left()
+        if left <= 0:
+            raise ConnectTimeoutError(self, "fetch deadline passed before connecting")
+        if not isinstance(self.timeout, (int, float)) or self.timeout > left:
+            self.timeout = left
 
     def _guarded_conn(self) -> socket.socket:
         """Resolve once, connect only to an address the guard allowed (urllib3's errors)."""
@@ -162,6 +185,7 @@ class _Bounded(HTTPConnection):
             raise NameResolutionError(self.host, self, exc) from exc
         error: Exception = NewConnectionError(self, "no address to connect to")
         for _family, sockaddr in allowed:
+            self._within_deadline()  # each address tried within the time still left
             try:
                 return create_connection((sockaddr[0], self.port), self.timeout,
                                          source_address=self.source_address,
@@ -193,66 +217,102 @@ class _HTTPSPool(HTTPSConnectionPool):
 _POOLS: dict[str, type[HTTPConnectionPool]] = {"http": _HTTPPool, "https": _HTTPSPool}
 
 
-class _PoolManager(PoolManager):
-    """Hands the guard to every pool's connections (pool keys stay urllib3's own)."""
+class BoundedProxyManager(ProxyManager):
+    """urllib3's proxy manager with bounded connections, never guarded."""
 
-    def __init__(self, guard: UrlGuard | None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.guard = guard
+    def __init__(self, proxy_url: str, tls: TlsContext, **kwargs: Any) -> None:
+        super().__init__(proxy_url, **kwargs)
         self.pool_classes_by_scheme = _POOLS
+        self.tls = tls
 
     def _new_pool(self, scheme: str, host: str, port: int,
                   request_context: dict[str, Any] | None = None) -> HTTPConnectionPool:
         pool = super()._new_pool(scheme, host, port, request_context)
-        pool.conn_kw["guard"] = self.guard
+        if isinstance(pool, HTTPSConnectionPool):  # a tunnel to an https site
+            pool.conn_kw["ssl_context"] = self.tls.get()
         return pool
 
 
-class BoundedAdapter(HTTPAdapter):
-    """``HTTPAdapter`` whose connections obey the fetch deadline and, if given, the guard."""
+PoolKey = tuple[str, str, int | None, str | None]  # scheme, host, port, proxy URL
 
-    def __init__(self, guard: UrlGuard | None = None, **kwargs: Any) -> None:
-        self.guard = guard  # before super(): it builds the pool manager
-        super().__init__(**kwargs)
 
-    def init_poolmanager(self, connections: int, maxsize: int, block: bool = False,
-                         **pool_kwargs: Any) -> None:
-        self._pool_connections, self._pool_maxsize, self._pool_block = connections, maxsize, block
-        self.poolmanager = _PoolManager(self.guard, num_pools=connections, maxsize=maxsize,
-                                        block=block, **pool_kwargs)
+class Transport:
+    """One fetcher's connection pools, per process: its own pools for direct requests
+    (guarded if asked) and a ``ProxyManager`` per proxy URL.
 
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> PoolManager:
-        """The stock proxy manager, with connections watched (never guarded) by the deadline."""
-        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if isinstance(manager, ProxyManager):
-            manager.pool_classes_by_scheme = _POOLS
+    Pools are remembered by ``(scheme, host, port, proxy)``; past ``MAX_POOLS`` the
+    oldest is forgotten (a direct one closed), past ``PROXY_MANAGERS`` the oldest
+    proxy with all its pools. urllib3's ``PoolManager`` would drop pools without
+    closing them, and its lookup costs more than a request's own bookkeeping.
+    """
+
+    def __init__(self, guard: UrlGuard | None = None) -> None:
+        self.guard = guard
+        self._lock = threading.Lock()
+        self._tls = TlsContext()
+        self._pid = os.getpid()
+        self._pools: dict[PoolKey, HTTPConnectionPool] = {}
+        self._proxies: dict[str, ProxyManager] = {}
+
+    def pool(self, scheme: str, host: str, port: int | None,
+             proxy: str | None = None) -> HTTPConnectionPool:
+        """The pool a request to ``scheme://host:port`` goes through (``ValueError``: bad
+        host or proxy). Through a proxy, an http request goes to the proxy's pool in
+        absolute form; an https one to a pool that tunnels with CONNECT."""
+        if self._pid != os.getpid():  # a forked child: the parent's sockets are not ours
+            self._pid, self._pools, self._proxies = os.getpid(), {}, {}
+        key = (scheme, host, port, proxy)
+        pool = self._pools.get(key)
+        if pool is None:
+            with self._lock:
+                pool = self._pools.get(key) or self._add_pool(key)
+        return pool
+
+    def _add_pool(self, key: PoolKey) -> HTTPConnectionPool:
+        scheme, host, port, proxy = key
+        if not host:
+            raise LocationValueError("URL has no host")
+        if proxy is not None:
+            manager = self._proxies.get(proxy) or self._add_proxy(proxy)
+            pool = manager.connection_from_host(host, port, scheme)
+        elif scheme == "https":
+            pool = _HTTPSPool(host, port, maxsize=MAX_IDLE, guard=self.guard,
+                              ssl_context=self._tls.get())
+        else:
+            pool = _HTTPPool(host, port, maxsize=MAX_IDLE, guard=self.guard)
+        self._pools[key] = pool
+        if len(self._pools) > MAX_POOLS:
+            old_key = next(iter(self._pools))
+            old = self._pools.pop(old_key)
+            if old_key[3] is None:  # its manager may still hand out a proxied one
+                old.close()
+        return pool
+
+    def _add_proxy(self, proxy: str) -> ProxyManager:
+        manager = self._proxies[proxy] = proxy_manager(proxy, self._tls)
+        if len(self._proxies) > PROXY_MANAGERS:
+            old_proxy = next(iter(self._proxies))
+            self._proxies.pop(old_proxy).clear()
+            for key in [key for key in self._pools if key[3] == old_proxy]:
+                self._pools.pop(key).close()
         return manager
 
 
-class BoundedSession(requests.Session):
-    """A ``requests.Session`` that never looks for a redirect itself.
-
-    Even with ``allow_redirects=False``, ``Session.send`` computes the next hop
-    of a 3xx by reading the whole redirect body, decoded and unbounded: a 302
-    carrying a gzip bomb or dripping forever would blow the fetch bounds before
-    the fetcher sees it. The fetcher follows redirects hop by hop, so here a
-    response has no redirect target.
-    """
-
-    def get_redirect_target(self, resp: requests.Response) -> None:
-        return None
-
-
-def bounded_session(guard: UrlGuard | None = None) -> BoundedSession:
-    """A keep-alive session whose every connection is bounded (and guarded, if asked)."""
-    session = BoundedSession()
-    mount_bounded(session, guard)
-    session.trust_env = False  # proxies come from the proxy provider, not the environment
-    return session
-
-
-def mount_bounded(session: requests.Session, guard: UrlGuard | None) -> None:
-    """Replace ``session``'s http/https adapters with bounded (and guarded) ones."""
-    adapter = BoundedAdapter(guard, pool_connections=4, pool_maxsize=32, max_retries=0)
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
+def proxy_manager(proxy: str, tls: TlsContext) -> ProxyManager:
+    """A manager for ``http(s)://user:pw@host:port``; the credentials become the
+    Proxy-Authorization header and are kept nowhere else (``ValueError`` if malformed)."""
+    parts = urlsplit(proxy)
+    scheme, host, port = parts.scheme.lower(), parts.hostname, parts.port
+    if scheme not in ("http", "https"):
+        raise ValueError(f"proxy scheme {scheme or '(none)'!r} is not http/https")
+    if not host:
+        raise ValueError("proxy URL has no host")
+    headers = {}
+    if parts.username is not None:
+        credentials = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        headers["Proxy-Authorization"] = make_headers(
+            proxy_basic_auth=credentials)["proxy-authorization"]
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{port}" if port else "")
+    return BoundedProxyManager(f"{scheme}://{netloc}", tls, proxy_headers=headers,
+                               proxy_ssl_context=tls.get() if scheme == "https" else None,
+                               num_pools=MAX_POOLS, maxsize=MAX_IDLE)

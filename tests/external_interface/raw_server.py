@@ -35,6 +35,7 @@ class RawServer:
         self.heads: list[bytes] = []
         self.sent: Counter[str] = Counter()
         self.finished: dict[str, threading.Event] = {}
+        self.connections = 0  # accepted so far: a kept-alive connection counts once
         self.stop = threading.Event()
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.sock.settimeout(0.1)
@@ -50,6 +51,7 @@ class RawServer:
                 continue
             except OSError:
                 return
+            self.connections += 1
             threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
 
     def _handle(self, conn: socket.socket) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from exceptions import (
     SessionExpired,
 )
 from external_interface.fetch import Fetcher, Request, parse_retry_after
+from tests.external_interface.raw_server import RawServer, fixed, response
 
 BOMB = gzip.compress(b"\0" * (64 * 1024 * 1024))
 
@@ -148,3 +150,83 @@ def test_retry_after_accepts_seconds_and_http_dates() -> None:
     assert parse_retry_after("120") == 120.0
     assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert parse_retry_after("soon") is None
+
+
+# -- what goes on the wire ----------------------------------------------------------
+@pytest.fixture
+def wire() -> Iterator[RawServer]:
+    """Records every request head; ``/page`` answers 200, the others redirect."""
+    srv = RawServer({"/page": fixed(response("200 OK", b"ok", Content_Length="2"), keep=True),
+                     "/login": fixed(response("302 Found", Location="/page", Set_Cookie="sid=new",
+                                              Content_Length="0"), keep=True),
+                     "/see-other": fixed(response("303 See Other", Location="/page",
+                                                  Content_Length="0"))})
+    yield srv
+    srv.close()
+
+
+def test_params_are_urlencoded_after_the_urls_own_query(wire: RawServer) -> None:
+    response = Fetcher(FetchSettings()).fetch(
+        Request(f"{wire.base}/page?x=1#top", params={"q": "a b", "city": "Zürich~"}))
+    assert wire.heads[0].startswith(b"GET /page?x=1&q=a+b&city=Z%C3%BCrich~ HTTP/1.1\r\n")
+    assert response.url == f"{wire.base}/page?x=1&q=a+b&city=Z%C3%BCrich~#top"
+
+
+def test_cookies_become_one_cookie_header_unless_one_is_given(wire: RawServer) -> None:
+    fetcher = Fetcher(FetchSettings())
+    fetcher.fetch(Request(f"{wire.base}/page", cookies={"sid": "abc", "lang": "en"}))
+    fetcher.fetch(Request(f"{wire.base}/page", cookies={"sid": "abc"}, headers={"cookie": "x=1"}))
+    assert b"\r\nCookie: sid=abc; lang=en\r\n" in wire.heads[0]
+    assert b"\r\ncookie: x=1\r\n" in wire.heads[1] and b"sid=abc" not in wire.heads[1]
+
+
+def test_credentials_in_the_url_are_sent_as_basic_auth_only(wire: RawServer) -> None:
+    Fetcher(FetchSettings()).fetch(Request(wire.base.replace("//", "//us%40r:p%3Aw@") + "/page"))
+    assert wire.heads[0].startswith(b"GET /page HTTP/1.1\r\n")
+    assert b"\r\nHost: 127.0.0.1:" in wire.heads[0]
+    assert b"\r\nAuthorization: Basic dXNAcjpwOnc=\r\n" in wire.heads[0]  # us@r:p:w
+
+
+def test_no_cookie_outlives_its_fetch(wire: RawServer) -> None:
+    fetcher = Fetcher(FetchSettings())
+    fetcher.fetch(Request(f"{wire.base}/login"))
+    fetcher.fetch(Request(f"{wire.base}/page"))
+    assert not any(b"sid=new" in head for head in wire.heads)
+
+
+def test_see_other_turns_a_post_into_a_get_without_its_body(wire: RawServer) -> None:
+    Fetcher(FetchSettings()).fetch(Request(
+        f"{wire.base}/see-other", method="POST", data=b"a=1",
+        headers={"Content-Type": "application/x-www-form-urlencoded", "X-Kept": "1"}))
+    assert wire.heads[0].startswith(b"POST /see-other ")
+    assert wire.heads[1].startswith(b"GET /page ") and b"X-Kept: 1" in wire.heads[1]
+    assert b"Content-Type" not in wire.heads[1] and b"Content-Length" not in wire.heads[1]
+
+
+@pytest.mark.parametrize(("host", "kept"), [("127.0.0.1", True), ("localhost", False)])
+def test_cookies_follow_a_redirect_on_their_host_only(host: str, kept: bool) -> None:
+    other = RawServer({"/landing": fixed(response("200 OK", b"ok", Content_Length="2"))})
+    first = RawServer({"/go": fixed(response(
+        "302 Found", Location=f"http://{host}:{other.port}/landing", Content_Length="0"))})
+    try:
+        Fetcher(FetchSettings()).fetch(Request(f"{first.base}/go", cookies={"sid": "abc"},
+                                               headers={"Cookie": "theme=dark"}))
+        assert b"sid=abc" not in first.heads[0] and b"Cookie: theme=dark" in first.heads[0]
+        assert (b"Cookie: theme=dark" in other.heads[0]) is kept
+    finally:
+        first.close()
+        other.close()
+
+
+def test_a_forked_child_opens_its_own_connections(wire: RawServer) -> None:
+    fetcher = Fetcher(FetchSettings())
+    fetcher.fetch(Request(f"{wire.base}/page"))
+    child = os.fork()
+    if child == 0:  # the child: fetch once, report by exit status
+        try:
+            fetcher.fetch(Request(f"{wire.base}/page"))
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    fetcher.fetch(Request(f"{wire.base}/page"))  # the parent's connection is still its own
+    assert len(wire.heads) == 3 and wire.connections == 2

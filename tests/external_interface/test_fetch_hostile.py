@@ -214,6 +214,33 @@ def test_a_stalled_or_dripping_tls_handshake_ends_at_the_deadline(
         srv.close()
 
 
+def test_a_kept_alive_connection_obeys_the_deadline_of_the_fetch_using_it(
+        fetcher: Fetcher, server: RawServer) -> None:
+    before = server.connections
+    fetcher.fetch(Request(server.base + "/ok"))
+    with pytest.raises(NetworkError, match="fetch deadline passed"):
+        fetcher.fetch(Request(server.base + "/drip-headers"))
+    assert server.connections == before + 1  # the drip came on the /ok connection
+
+
+@pytest.mark.parametrize("target", ["http://127.0.0.1:9/page", "https://127.0.0.1:9/page"])
+@pytest.mark.parametrize("peer", [
+    then_silent,  # accepts, never answers the request or the CONNECT
+    lambda srv: drip(b"HTTP/1.1 200 OK\r\nX-Drip: ", 0.05),  # its headers, byte by byte
+])
+def test_a_silent_or_dripping_proxy_ends_at_the_deadline(
+        target: str, peer: Callable[[RawServer], Handler]) -> None:
+    proxy = RawServer()
+    proxy.raw = peer(proxy)
+    patient = Fetcher(FetchSettings(deadline_s=DEADLINE_S, connect_timeout_s=10,
+                                    read_timeout_s=10))  # timeouts past the deadline
+    try:
+        with pytest.raises(NetworkError, match="fetch deadline passed"):
+            patient.fetch(Request(target, proxy=f"http://127.0.0.1:{proxy.port}"))
+    finally:
+        proxy.close()
+
+
 def test_a_dripping_redirect_body_is_never_waited_for(fetcher: Fetcher, server: RawServer) -> None:
     assert fetcher.fetch(Request(server.base + "/redirect-dripping")).body == b"hello"
 

@@ -19,7 +19,7 @@ import pytest
 from config import FetchSettings
 from exceptions import CrawlError
 from external_interface.fetch import Fetcher, Request
-from tests.external_interface.raw_server import RawServer, then_silent
+from tests.external_interface.raw_server import RawServer, fixed, response, then_silent
 
 SECRET = "s3cret-pw"
 
@@ -75,3 +75,20 @@ def test_no_error_or_log_line_carries_a_proxy_or_url_password(
                               proxy=proxy.format(secret=SECRET, **proxies)))
     assert SECRET not in _every_text(caught.value)
     assert SECRET not in caplog.text
+
+
+def test_proxy_credentials_travel_only_in_proxy_authorization() -> None:
+    proxy = RawServer()  # a forwarding proxy that also serves the page itself
+    page = f"http://127.0.0.1:{proxy.port}/landing"
+    proxy.routes[page] = fixed(response("200 OK", b"ok", Content_Length="2"))
+    try:
+        fetched = Fetcher(FetchSettings()).fetch(Request(
+            page.replace("//", f"//site-user:{SECRET}@"),
+            proxy=f"http://crawler:{SECRET}@127.0.0.1:{proxy.port}"))
+        [head] = proxy.heads
+        assert fetched.body == b"ok" and head.startswith(f"GET {page} HTTP/1.1\r\n".encode())
+        assert b"\r\nProxy-Authorization: Basic Y3Jhd2xlcjpzM2NyZXQtcHc=\r\n" in head
+        assert b"\r\nAuthorization: Basic c2l0ZS11c2VyOnMzY3JldC1wdw==\r\n" in head
+        assert SECRET.encode() not in head
+    finally:
+        proxy.close()
