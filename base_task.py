@@ -57,12 +57,12 @@ from external_interface.providers.task import (
     settle_unit,
     spend_rotations,
 )
-from external_interface.resources import Resources, current, unit_threads
+from external_interface.resources import Resources, current, fetch_slots, unit_threads
 from external_interface.storage import Item
-from monitor.metrics import Metrics
+from monitor.metrics import Metrics, Tally
 from sites import site_politeness, task_gear
 from utils.step_calls import site_code, validate_params
-from utils.units import Done, HookSignal, Parsed, Signal, UnitContext, Work
+from utils.units import Done, FetchPoint, HookSignal, Parsed, Signal, UnitContext, Work
 
 __all__ = ["CrawlTask", "Parsed", "Signal", "UnitContext"]
 
@@ -120,7 +120,6 @@ class CrawlTask(Task):
                  if not finished]
         if len(batch) > 1 and any(w.starts > 1 for w in batch):
             return self._isolate(res, chain, envelope, batch)
-        Metrics(res.redis).unit_started(self.name, len(batch))
         try:
             self._prepare(res, chain, envelope, batch, build_request)
             self._fetch_all(res, batch, parse)
@@ -193,7 +192,7 @@ class CrawlTask(Task):
             self._obey("after_request", self.after_request(w.ctx, response))
             started = time.monotonic()
             w.parsed = site_code(parse, w.ctx.params, response)
-            Metrics(res.redis).parsed(self.name, time.monotonic() - started)
+            w.parse_s = time.monotonic() - started
             self._obey("before_save", self.before_save(w.ctx, w.parsed.items))
         except HookSignal:
             w.end, w.ready = Done("skipped"), True
@@ -215,11 +214,11 @@ class CrawlTask(Task):
         slots = self._slots(res, site, w)
         if slots is None:
             return None
-        with slots:
+        with slots, fetch_slots(res.settings.task.max_fetches):
             w.fetched = True
             request = w.outfit.request if w.outfit is not None else w.request
             try:
-                return self._timed_fetch(res, request, w.gear.declared.bans if w.gear else ())
+                return self._timed_fetch(res, w, request, w.gear.declared.bans if w.gear else ())
             except RateLimited as exc:
                 if w.outfit is None or w.outfit.proxy is None:
                     res.limiter.penalize(site, exc.retry_after)
@@ -245,19 +244,18 @@ class CrawlTask(Task):
             return None
         return held
 
-    def _timed_fetch(self, res: Resources, request: Request,
+    def _timed_fetch(self, res: Resources, w: Work, request: Request,
                      bans: tuple[BanRule, ...] = ()) -> Response:
-        """Fetch, judge (a site's ban rules by content, then the status) and count it:
-        status (0 when no response came), body bytes, seconds."""
+        """Fetch, judge (a site's ban rules by content, then the status) and note it on the
+        unit for the batch's metrics: status (0 when no response came), bytes, seconds."""
         started = time.monotonic()
         try:
             response = res.fetcher.fetch_raw(request)
             check_response(response, bans)
         except CrawlError as exc:
-            Metrics(res.redis).fetched(self.name, exc.status or 0, 0, time.monotonic() - started)
+            w.fetch = FetchPoint(exc.status or 0, 0, time.monotonic() - started)
             raise
-        Metrics(res.redis).fetched(self.name, response.status, len(response.body),
-                                   time.monotonic() - started)
+        w.fetch = FetchPoint(response.status, len(response.body), time.monotonic() - started)
         return response
 
     def _save(self, res: Resources, job_id: str, batch: list[Work]) -> None:
@@ -273,7 +271,6 @@ class CrawlTask(Task):
         try:
             if fresh:
                 res.store.upsert(job_id, fresh)
-                Metrics(res.redis).stored(self.name, len(fresh))
         except StorageUnavailable as exc:
             for w in parsed:
                 w.end, w.error = None, exc
@@ -298,11 +295,12 @@ class CrawlTask(Task):
         done = [w for w in batch if w.end is not None and w.end.outcome == "done"
                 and w.error is None and w.parsed is not None]
         publisher = Publisher(res.app, res.ledger)
+        sources = {link.records for link in chain.links_from(envelope["step"])}
         for rerun in (False, True):  # children of a parent that runs again are all resent
             kids: dict[str, dict[str, Unit]] = {}  # two parents may name the same child
             for w in (w for w in done if w.first != rerun):
                 assert w.parsed is not None
-                found = children(chain, envelope["step"], w.parsed.records(),
+                found = children(chain, envelope["step"], w.parsed.records(sources),
                                  w.parsed.next_params(), w.unit.get("page", 0))
                 for step, units in found.items():
                     kids.setdefault(step, {}).update((u["id"], u) for u in units)
@@ -335,13 +333,14 @@ class CrawlTask(Task):
         recrawl.mark(res.dedup, [w.recrawl for w in finished if w.recrawl is not None])
         ends = [Finish(w.unit["id"], step, w.end.outcome, w.end.items)
                 for w in finished if w.end is not None]
-        res.ledger.finish_many(job_id, ends + [self._failure(res, envelope, w) for w in failed])
         retry = [w for w in retry if w not in given_up]
-        self._count(res, job_id, ends, failed, retry, rotate)
         spent.update(requests=sum(w.fetched for w in batch), rotations=len(rotate))
-        res.ledger.count_many(job_id, step, {
-            "retried": len(retry), **spent,
-            "unchanged": sum(1 for w in finished if w.end is not None and w.end.unchanged)})
+        res.ledger.finish_many(
+            job_id, ends + [self._failure(res, envelope, w) for w in failed],
+            res.ledger.step_counts(step, {
+                "retried": len(retry), **spent,
+                "unchanged": sum(1 for w in finished if w.end is not None and w.end.unchanged)}))
+        self._count(res, job_id, batch, ends, failed, retry, rotate)
         if deferred or rotate:
             self._defer(res, envelope, deferred, rotate)
         if batch and batch[0].gear is not None:
@@ -351,15 +350,22 @@ class CrawlTask(Task):
         tally = {o: sum(1 for e in ends if e.outcome == o) for o in ("done", "skipped")}
         return {**tally, "failed": len(failed), "retry": len(retry)}
 
-    def _count(self, res: Resources, job_id: str, ends: list[Finish], failed: list[Work],
-               retry: list[Work], rotate: list[Work]) -> None:
-        """The batch's outcomes in the cluster-wide metrics (the ledger stays the exact count)."""
-        metrics = Metrics(res.redis)
+    def _count(self, res: Resources, job_id: str, batch: list[Work], ends: list[Finish],
+               failed: list[Work], retry: list[Work], rotate: list[Work]) -> None:
+        """The batch's points in the cluster-wide metrics, in one round trip: fetches,
+        parses, items stored, outcomes (the ledger stays the exact count)."""
+        tally = Tally(self.name).started(len(batch))
+        for w in batch:
+            if w.fetch is not None:
+                tally.fetched(w.fetch.status, w.fetch.nbytes, w.fetch.seconds)
+            if w.parse_s is not None:
+                tally.parsed(w.parse_s)
+        tally.stored(sum(e.items for e in ends))
         outcomes: dict[str, int] = {**Counter(e.outcome for e in ends), "failed": len(failed)}
-        metrics.units_finished(self.name, outcomes,
-                               Counter(type(w.error).__name__ for w in failed), job_id=job_id)
-        metrics.retried(self.name, len(retry) + len(rotate), rotated=len(rotate) + sum(
+        tally.units_finished(outcomes, Counter(type(w.error).__name__ for w in failed))
+        tally.retried(len(retry) + len(rotate), rotated=len(rotate) + sum(
             isinstance(w.error, RotateError) for w in retry))
+        Metrics(res.redis).send(tally, job_id)
 
     def _defer(self, res: Resources, envelope: Envelope, deferred: list[Work],
                rotate: list[Work]) -> None:

@@ -161,6 +161,11 @@ class TaskSettings(BaseSettings):
     unit_threads: int = Field(
         16, ge=1, description="Threads per worker process that fetch a batch's units at once."
     )
+    max_fetches: int = Field(
+        0, ge=0, description="Most fetches in flight per worker process; 0: no cap beyond the "
+        "pool and unit threads. With more pool threads than this, parsing, saving and "
+        "hand-off overlap other units' fetches, as Scrapy's CONCURRENT_REQUESTS caps "
+        "requests, not callbacks.")
     max_deliveries: int = Field(
         5,
         description="A unit started this often without finishing (its worker child died each "

@@ -150,7 +150,7 @@ start_worker() {
   local proxies=() found
   found="$(sandbox_proxies)"; [[ -z "$found" ]] || proxies=("$found")
   spawn "worker-$NAME" env ${proxies[@]+"${proxies[@]}"} "$CELERY" -A worker worker --hostname "$NAME@${CRAWLCHAIN_HOST:-%h}" \
-    -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel INFO -E
+    -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel INFO
 }
 
 check_beat_host() {  # one beat per cluster: CRAWLCHAIN_BEAT_HOST names its host
@@ -167,6 +167,8 @@ start_beat() {
 start_flower() {  # Flower 2 serves /api without auth only when told to; loopback only
   spawn flower env FLOWER_UNAUTHENTICATED_API="${FLOWER_UNAUTHENTICATED_API:-true}" \
     "$CELERY" -A worker flower --address=127.0.0.1 --port="${FLOWER_PORT:-5555}"
+  # Task events are off by default; Flower turns them on every few seconds, this at once
+  "$CELERY" -A worker control enable_events --timeout 2 >/dev/null 2>&1 || true
 }
 
 start_exporter() {

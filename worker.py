@@ -5,7 +5,9 @@
 JSON only; late acks with requeue when a pool child dies (bounded by the ledger's
 poison count); prefetch 1; a Redis visibility timeout above every time limit and
 countdown; publishing that rides out a short broker blip; a reviver that sends again
-the units a stalled job registered but the broker lost.
+the units a stalled job registered but the broker lost. Task events are off, as in
+Celery: three broker messages per task that nobody reads, until Flower (which turns
+them on while it runs) is started.
 """
 
 from __future__ import annotations
@@ -61,7 +63,6 @@ def make_app(settings: Settings) -> Celery:
         task_routes=(route_by_site,),
         task_default_queue="crawlchain",
         worker_prefetch_multiplier=1,
-        worker_send_task_events=True,
         task_send_sent_event=False,
         broker_connection_retry_on_startup=True,
         **broker_options(settings, work_queues()),  # Redis or RabbitMQ: utils/brokers.py

@@ -12,11 +12,17 @@ Shards: 1.25 x concurrency (the book's 20 at 16) unless ``--shards`` fixes them:
 20 start URLs give at most 20 requests in flight, so at concurrency 64 any crawler
 would be capped at 20/64 of the bound by the test's shape, not by itself.
 
+Rate limit: the project's crawl of a small site limited to ``--rate`` requests/s by
+the cluster-wide limiter, on two worker processes, measured at the server
+(``bench.crawl_rate``).
+
 Concurrency: Scrapy gets ``CONCURRENT_REQUESTS`` = ``..._PER_DOMAIN`` = C. The
 project gets the same C as fetch threads: ``--workers`` x ``--worker-concurrency``
 prefork processes, each fetching a batch's units on C / processes threads
-(``TASK_UNIT_THREADS``); in the latency test (one unit per message) a threads
-pool of C slots (``--latency-pool``).
+(``TASK_UNIT_THREADS``); in the latency test (one unit per message) threads pools
+(``--latency-pool``) capped at C fetches in flight in all (``TASK_MAX_FETCHES``,
+at most 32 per worker process), each with half as many threads again, so that a
+unit's parse and hand-off overlap other units' fetches, as Scrapy's requests do.
 
 Figures are medians over ``--runs``. pages/CPU-s counts every process that
 crawls, over the crawl (see ``crawl_project`` and ``crawl_scrapy``); the servers
@@ -41,7 +47,7 @@ from typing import Any
 
 import psutil
 
-from bench import crawl_project, crawl_scrapy
+from bench import crawl_project, crawl_rate, crawl_scrapy
 from bench.crawl_project import Cluster, Layout, RunResult
 from bench.proctree import Watch, cpu_between, wait_quiet
 from bench.properties import bench_dir, servers
@@ -72,12 +78,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--latency-pool", default="threads", help="project: pool of the latency test")
     p.add_argument("--no-throughput", action="store_true", help="run the latency test only")
     p.add_argument("--shards", type=int, help="fixed start URLs of the latency test")
+    p.add_argument("--rate", type=float, default=20.0,
+                   help="requests/s of the rate-limit test (two worker processes); 0 skips")
+    p.add_argument("--rate-n", type=int, default=390,
+                   help="detail pages of the rate-limit test's site (about 20 s at 20/s)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds a run may take")
     p.add_argument("--quiet-wait", type=float,
                    help="max seconds to wait for a quiet machine before a run (60; quick 5)")
     args = p.parse_args(argv)
     if args.quick:
-        args.runs, args.n, args.latency_n = 1, 600, 3000
+        args.runs, args.n, args.latency_n, args.rate_n = 1, 600, 3000, 120
     if args.quiet_wait is None:
         args.quiet_wait = 5.0 if args.quick else 60.0
     return args
@@ -191,7 +201,7 @@ def latency(args: argparse.Namespace, concurrency: int) -> list[dict[str, Any]]:
     site = ensure_site(args.latency_n, index_only=True)
     pages = index_pages(args.latency_n)
     shards = args.shards or max(20, round(1.25 * concurrency))
-    layout = Layout(1, args.latency_pool, concurrency, 1)
+    layout = Layout.for_latency(concurrency, args.latency_pool)
     roots = shard_params(pages, shards)
     label = f"latency_c{concurrency}"
     with servers.latency_server(site, latency=args.latency) as slow:
@@ -222,23 +232,24 @@ def figures(records: list[dict[str, Any]], crawler: str,
     return out
 
 
-def rate_limit_figures() -> dict[str, Any]:
-    """Hook for the rate-limit accuracy test (20 req/s, two worker processes, measured at
-    the server): ``bench/rate_limit.py`` and the Redis limiter are written separately;
-    call its measurement here and return ``target_per_s`` and ``measured_per_s``."""
-    return {"target_per_s": None, "measured_per_s": None,
-            "reason": "not wired yet: bench/rate_limit.py and the cluster-wide limiter are "
-                      "another helper's work; bench.crawl.rate_limit_figures is the hook"}
+def rate_limited(args: argparse.Namespace) -> dict[str, Any]:
+    """The project's crawl of a site limited to ``--rate``/s on two worker processes,
+    measured at the server (see ``bench.crawl_rate``)."""
+    say(f"rate limit: {args.rate}/s, {args.rate_n} details")
+    with workdir("rate") as path:
+        figures = crawl_rate.measure(path, args.rate, args.rate_n, args.timeout)
+    say("  " + "  ".join(f"{k}={v}" for k, v in figures.items()))
+    return figures
 
 
 def result(args: argparse.Namespace, records: list[dict[str, Any]], concurrencies: list[int],
-           check: dict[str, int]) -> dict[str, Any]:
+           check: dict[str, int], rate_limit: dict[str, Any]) -> dict[str, Any]:
     project, scrapy = (figures(records, c, concurrencies) for c in ("project", "scrapy"))
     ratios = {k: round(p / s, 3) if (p := project[k]) and (s := scrapy[k]) else None
               for k in FIGURES}
     config = {k: v for k, v in vars(args).items() if k != "json"}
     return {"project": project, "scrapy": scrapy, "ratios": ratios,
-            "rate_limit": rate_limit_figures(), "items_check": check, "config": config,
+            "rate_limit": rate_limit, "items_check": check, "config": config,
             "runs": records}
 
 
@@ -255,7 +266,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         check = same_items(results / "project.jsonl", results / "scrapy.jsonl")
     for c in concurrencies:
         records += latency(args, c)
-    out = result(args, records, concurrencies, check)
+    rate_limit = rate_limited(args) if args.rate else {}
+    out = result(args, records, concurrencies, check, rate_limit)
     (results / "result.json").write_text(json.dumps(out, indent=1))
     if not args.json:
         for name in ("project", "scrapy", "ratios"):

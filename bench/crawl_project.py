@@ -45,10 +45,24 @@ class Layout:
     pool: str = "prefork"
     worker_concurrency: int = 2
     unit_threads: int = 8  # per worker process: units of one batch fetched at once
+    max_fetches: int = 0  # per worker process: fetches in flight (0: no cap)
 
     @property
     def label(self) -> str:
-        return f"{self.workers}x{self.pool}-c{self.worker_concurrency}-t{self.unit_threads}"
+        cap = f"-f{self.max_fetches}" if self.max_fetches else ""
+        return (f"{self.workers}x{self.pool}-c{self.worker_concurrency}-t{self.unit_threads}"
+                f"{cap}")
+
+    @classmethod
+    def for_latency(cls, concurrency: int, pool: str, per_process: int = 32,
+                    spare: float = 0.5) -> Layout:
+        """``concurrency`` fetches in flight at most, over as many worker processes as it
+        takes to keep ``per_process`` or fewer in each; each process runs ``spare`` more
+        pool threads than its fetch cap, so that parsing, saving and hand-off overlap
+        other units' fetches (Scrapy's CONCURRENT_REQUESTS caps requests the same way)."""
+        workers = math.ceil(concurrency / per_process)
+        cap = math.ceil(concurrency / workers)
+        return cls(workers, pool, math.ceil(cap * (1 + spare)), 1, cap)
 
     @classmethod
     def for_concurrency(cls, concurrency: int, workers: int, pool: str,
@@ -82,7 +96,7 @@ class Cluster:
     """redis-server and the workers in ``workdir``, for one run."""
 
     def __init__(self, workdir: Path, base_url: str, layout: Layout,
-                 log_level: str = "WARNING") -> None:
+                 log_level: str = "WARNING", extra_env: dict[str, str] | None = None) -> None:
         self.workdir = workdir
         self.layout = layout
         self.log_level = log_level
@@ -90,6 +104,8 @@ class Cluster:
         self.env = local_env(workdir, self.socket, {
             "PROPERTIES_BASE_URL": base_url,
             "TASK_UNIT_THREADS": str(layout.unit_threads),
+            "TASK_MAX_FETCHES": str(layout.max_fetches),
+            **(extra_env or {}),
         })
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._resources: Resources | None = None

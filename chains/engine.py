@@ -134,7 +134,9 @@ class Publisher:
         for start in range(0, len(units), spec.batch_size):
             batch = units[start : start + spec.batch_size]
             self.app.send_task(spec.task, args=[envelope, batch], queue=queue_of(spec),
-                               priority=priority, countdown=countdown)
+                               priority=priority, countdown=countdown,
+                               argsrepr=f"[{envelope!r}, <{len(batch)} units>]",
+                               kwargsrepr="{}")  # Celery's saferepr of a batch costs more
 
     def spawn(self, chain: Chain, job_id: str, units_by_step: Mapping[str, list[Unit]],
               depth: int, republish: bool = True) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,10 +47,14 @@ return new
 
 _FINISH = """
 local now, finished, pending = ARGV[1], 0, 0
-for i = 2, #ARGV, 5 do
+local first = 3 + 2 * tonumber(ARGV[2])
+for i = first, #ARGV, 5 do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return -1 end
 end
-for i = 2, #ARGV, 5 do
+for i = 3, first - 1, 2 do
+  redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
+end
+for i = first, #ARGV, 5 do
   local unit, step, outcome, items, failure = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
   if redis.call('HSETNX', KEYS[2], unit, outcome) == 1 then
     redis.call('HINCRBY', KEYS[3], step .. ':' .. outcome, 1)
@@ -66,6 +71,23 @@ for i = 2, #ARGV, 5 do
 end
 redis.call('HSET', KEYS[5], 'active_at', now)
 return finished
+"""
+
+
+_BEGIN = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {''} end
+redis.call('HSET', KEYS[1], 'active_at', ARGV[1])
+local out = {state}
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1 then
+    out[#out + 1] = -1
+  else
+    local starts = redis.call('HINCRBY', KEYS[3], ARGV[i], 1)
+    out[#out + 1] = starts * 2 + redis.call('HSETNX', KEYS[4], ARGV[i], ARGV[1])
+  end
+end
+return out
 """
 
 
@@ -117,6 +139,7 @@ class Ledger:
         self.redis = client
         self._register = client.register_script(_REGISTER)
         self._finish = client.register_script(_FINISH)
+        self._begin = client.register_script(_BEGIN)
 
     # -- jobs ---------------------------------------------------------------
     def create_job(self, job_id: str, chain: dict[str, Any], params: dict[str, Any]) -> None:
@@ -189,7 +212,8 @@ class Ledger:
         A clean end (finish, or a retry the task scheduled itself) takes the count
         back, so what remains counts the times a worker died holding the unit.
         """
-        return self._start_many(job_id, [unit_id])[0]
+        _, starts, first = self.begin(job_id, [unit_id]).units[0]
+        return starts, first
 
     def end_attempt(self, job_id: str, unit_ids: list[str]) -> None:
         """The units' attempt ended cleanly with a retry scheduled."""
@@ -204,11 +228,17 @@ class Ledger:
         """Mark the unit finished; True if this call did it, False if it was already."""
         return self.finish_many(job_id, [Finish(unit_id, step, outcome, items, failure)]) == 1
 
-    def finish_many(self, job_id: str, units: list[Finish]) -> int:
-        """Finish several units in one atomic call; returns how many were not finished yet."""
-        if not units:
+    def finish_many(self, job_id: str, units: list[Finish],
+                    counts: Mapping[str, int] | None = None) -> int:
+        """Finish several units in one atomic call; returns how many were not finished yet.
+
+        ``counts`` (``step:field`` -> n: requests, retried, ...) are added in the same
+        call, so a job never reads finished before its batch's statistics are in.
+        """
+        added = {name: n for name, n in (counts or {}).items() if n}
+        if not units and not added:
             return 0
-        argv: list[Any] = [time.time()]
+        argv: list[Any] = [time.time(), len(added), *(x for kv in added.items() for x in kv)]
         for f in units:
             failure = json.dumps(f.failure.__dict__) if f.failure else ""
             argv += [f.unit_id, f.step, f.outcome, f.items, failure]
@@ -221,33 +251,25 @@ class Ledger:
             raise UnknownUnit(f"job {job_id}: a unit of {units[0].step} was never registered")
         return result
 
+    @staticmethod
+    def step_counts(step: str, fields: Mapping[str, int]) -> dict[str, int]:
+        """Per-step statistics as ``finish_many`` takes them: ``{"feed:requests": 3}``."""
+        return {f"{step}:{field}": n for field, n in fields.items()}
+
     def begin(self, job_id: str, unit_ids: list[str]) -> Begun:
         """One round trip at a message's start: the job's state and, per unit, whether it
         is finished already, its open starts (this one counted) and whether it is its first.
 
         Units already finished are not counted as started: a redelivery is a no-op.
         """
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hget(keys.job(job_id, "meta"), "state")
-        pipe.hmget(keys.job(job_id, "finished"), unit_ids)
-        pipe.hset(keys.job(job_id, "meta"), "active_at", time.time())
-        head = pipe.execute()
-        state, finished = (_text(head[0]) if head[0] else None), [f is not None for f in head[1]]
-        live = [u for u, done in zip(unit_ids, finished, strict=True) if not done]
-        starts = dict(zip(live, self._start_many(job_id, live), strict=True))
-        return Begun(state, [(done, *starts.get(u, (0, False))) for u, done in
-                             zip(unit_ids, finished, strict=True)])
-
-    def _start_many(self, job_id: str, unit_ids: list[str]) -> list[tuple[int, bool]]:
-        if not unit_ids:
-            return []
-        pipe = self.redis.pipeline(transaction=False)
-        now = time.time()
-        for unit_id in unit_ids:
-            pipe.hincrby(keys.job(job_id, "deliveries"), unit_id, 1)
-            pipe.hsetnx(keys.job(job_id, "first_start"), unit_id, now)
-        out = pipe.execute()
-        return [(int(out[i]), bool(out[i + 1])) for i in range(0, len(out), 2)]
+        raw = self._begin(keys=[keys.job(job_id, p) for p in
+                                ("meta", "finished", "deliveries", "first_start")],
+                          args=[time.time(), *unit_ids])
+        state = _text(raw[0]) or None
+        if state is None:
+            return Begun(None, [(False, 0, False)] * len(unit_ids))
+        return Begun(state, [(True, 0, False) if code < 0 else (False, code // 2, bool(code % 2))
+                             for code in map(int, raw[1:])])
 
     def count_many(self, job_id: str, step: str, fields: dict[str, int]) -> None:
         """Add several per-step statistics in one round trip; zeros are skipped."""

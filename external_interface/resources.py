@@ -7,9 +7,12 @@ forked child, so a prefork pool never shares a socket with its parent.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 from celery import Celery
@@ -109,6 +112,7 @@ def reset() -> None:
 
 
 _threads: tuple[int, ThreadPoolExecutor] | None = None
+_fetches: tuple[int, AbstractContextManager[Any]] | None = None
 
 
 def unit_threads(size: int) -> ThreadPoolExecutor:
@@ -117,3 +121,11 @@ def unit_threads(size: int) -> ThreadPoolExecutor:
     if _threads is None or _threads[0] != os.getpid():
         _threads = (os.getpid(), ThreadPoolExecutor(size, thread_name_prefix="unit"))
     return _threads[1]
+
+
+def fetch_slots(cap: int) -> AbstractContextManager[Any]:
+    """This process's cap on fetches in flight (``TASK_MAX_FETCHES``; 0: none)."""
+    global _fetches
+    if _fetches is None or _fetches[0] != os.getpid():
+        _fetches = (os.getpid(), threading.BoundedSemaphore(cap) if cap else nullcontext())
+    return _fetches[1]

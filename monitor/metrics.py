@@ -1,15 +1,18 @@
 """Metric points, counted in Redis hashes so that every host's numbers add up in one place.
 
-The base task calls these from its unit loop (never site code). Each call is one
-pipelined round trip of ``HINCRBY``s: no local buffering to lose when a worker is
-killed, and no per-process registry that a Prometheus server would have to scrape
-host by host. The exporter (``monitor.exporter``) reads the hashes back.
+The base task counts from its unit loop (never site code): each message's points
+are added up in a ``Tally`` and written in one pipelined round trip of ``HINCRBY``s
+when its batch closes. Nothing is buffered past a message, and there is no
+per-process registry that a Prometheus server would have to scrape host by host.
+The exporter (``monitor.exporter``) reads the hashes back.
 
 Labels are few and bounded, as in Prometheus practice: the task name
 ``site.platform.step`` (split into three labels on export) plus one of an event,
 an error class, a status code or a histogram bucket. Never a URL or an id.
 
-Hash fields are ``<task>|<label>`` in one hash per family (``keys.metrics``):
+Hash fields are ``<task>|<label>`` in one hash per family (``keys.metrics``); a
+batch's ``started`` is counted with its outcomes, so a batch whose worker died shows
+in the job ledger's deliveries and in ``retried``, not here:
 
     units    <task>|started|done|skipped|failed|retried|rotated   counts
     errors   <task>|<ErrorClass>                                  units failed for good
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -86,6 +90,76 @@ class MetricsData:
                    if label is None or lab == label)
 
 
+class Tally:
+    """Metric points added up in memory, then written in one round trip.
+
+    The base task keeps one per message and writes it when the batch closes: a few
+    ``HINCRBY``s per batch instead of a few per unit. Each method returns the tally,
+    so that a single point reads ``Tally(task).fetched(200, 512, 0.1)``.
+    """
+
+    def __init__(self, task_name: str) -> None:
+        self.task = task_name
+        self.counts: Counter[tuple[Family, str]] = Counter()
+        self.sums: dict[tuple[Family, str], float] = {}
+        self.finished = 0  # units that ended, for the job's pace
+
+    def _add(self, family: Family, label: str = "", n: int = 1) -> None:
+        if n:
+            self.counts[(family, f"{self.task}{SEP}{label}" if label else self.task)] += n
+
+    def started(self, n: int = 1) -> Tally:
+        """``n`` units began an attempt (a redelivered unit counts again)."""
+        self._add("units", "started", n)
+        return self
+
+    def units_finished(self, outcomes: Mapping[str, int],
+                       errors: Mapping[str, int] | None = None) -> Tally:
+        """Outcomes ``{"done": 8, "failed": 2}``; failures by error class ``{"NotFound": 2}``."""
+        for outcome, n in outcomes.items():
+            self._add("units", outcome, n)
+        for error_class, n in (errors or {}).items():
+            self._add("errors", safe_label(error_class), n)
+        self.finished += sum(outcomes.values())
+        return self
+
+    def retried(self, n: int, rotated: int = 0) -> Tally:
+        """``n`` units scheduled for a retry, ``rotated`` of them after a burnt resource."""
+        self._add("units", "retried", n)
+        self._add("units", "rotated", rotated)
+        return self
+
+    def fetched(self, status: int, nbytes: int, seconds: float) -> Tally:
+        """One fetch ended: its status (0 when no response came), body size and duration."""
+        self._add("status", str(int(status)))
+        self._add("bytes", n=int(nbytes))
+        return self._observe("fetch_s", seconds)
+
+    def parsed(self, seconds: float) -> Tally:
+        return self._observe("parse_s", seconds)
+
+    def stored(self, n: int) -> Tally:
+        self._add("items", n=int(n))
+        return self
+
+    def _observe(self, family: Family, seconds: float) -> Tally:
+        self._add(family, _bucket_of(seconds, HISTOGRAMS[family]))
+        self._add(family, "count")
+        name = (family, f"{self.task}{SEP}sum")
+        self.sums[name] = self.sums.get(name, 0.0) + float(seconds)
+        return self
+
+    def write(self, pipe: Any, job_id: str | None = None,
+              clock: Callable[[], float] = time.time) -> None:
+        """Queue the tally's commands on ``pipe``; with ``job_id`` the job's pace too."""
+        for (family, name), n in self.counts.items():
+            pipe.hincrby(keys.metrics(family), name, n)
+        for (family, name), total in self.sums.items():
+            pipe.hincrbyfloat(keys.metrics(family), name, total)
+        if job_id is not None and self.finished:
+            _pace(pipe, job_id, self.finished, clock())
+
+
 class Metrics:
     """Cluster-wide counters in the state Redis; cheap enough to build per call."""
 
@@ -94,9 +168,15 @@ class Metrics:
         self.clock = clock
 
     # -- writing: one round trip each ------------------------------------------
+    def send(self, tally: Tally, job_id: str | None = None) -> None:
+        """Write a tally (and the job's pace, given ``job_id``) in one round trip."""
+        pipe = self.redis.pipeline(transaction=False)
+        tally.write(pipe, job_id, self.clock)
+        pipe.execute()
+
     def unit_started(self, task_name: str, n: int = 1) -> None:
         """``n`` units began an attempt (a redelivered unit counts again)."""
-        self.redis.hincrby(keys.metrics("units"), f"{task_name}{SEP}started", n)
+        self.send(Tally(task_name).started(n))
 
     def unit_finished(self, task_name: str, outcome: str, error_class: str | None = None,
                       job_id: str | None = None) -> None:
@@ -112,62 +192,23 @@ class Metrics:
                        job_id: str | None = None) -> None:
         """A batch ended: ``{"done": 8, "failed": 2}``, failures by error class
         ``{"NotFound": 2}``; counted in one round trip."""
-        pipe = self.redis.pipeline(transaction=False)
-        for outcome, n in outcomes.items():
-            if n:
-                pipe.hincrby(keys.metrics("units"), f"{task_name}{SEP}{outcome}", n)
-        for error_class, n in (errors or {}).items():
-            if n:
-                pipe.hincrby(keys.metrics("errors"), f"{task_name}{SEP}{safe_label(error_class)}",
-                             n)
-        total = sum(outcomes.values())
-        if job_id is not None and total:
-            self._pace(pipe, job_id, total)
-        pipe.execute()
+        self.send(Tally(task_name).units_finished(outcomes, errors), job_id)
 
     def retried(self, task_name: str, n: int, rotated: int = 0) -> None:
         """``n`` units scheduled for a retry, ``rotated`` of them after a burnt resource."""
-        if not (n or rotated):
-            return
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hincrby(keys.metrics("units"), f"{task_name}{SEP}retried", n)
-        if rotated:
-            pipe.hincrby(keys.metrics("units"), f"{task_name}{SEP}rotated", rotated)
-        pipe.execute()
+        if n or rotated:
+            self.send(Tally(task_name).retried(n, rotated))
 
     def fetched(self, task_name: str, status: int, nbytes: int, seconds: float) -> None:
         """One fetch ended: its status (0 when no response came), body size and duration."""
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hincrby(keys.metrics("status"), f"{task_name}{SEP}{int(status)}", 1)
-        if nbytes:
-            pipe.hincrby(keys.metrics("bytes"), task_name, int(nbytes))
-        self._observe(pipe, "fetch_s", task_name, seconds)
-        pipe.execute()
+        self.send(Tally(task_name).fetched(status, nbytes, seconds))
 
     def parsed(self, task_name: str, seconds: float) -> None:
-        pipe = self.redis.pipeline(transaction=False)
-        self._observe(pipe, "parse_s", task_name, seconds)
-        pipe.execute()
+        self.send(Tally(task_name).parsed(seconds))
 
     def stored(self, task_name: str, n: int) -> None:
         if n:
-            self.redis.hincrby(keys.metrics("items"), task_name, int(n))
-
-    def _observe(self, pipe: Any, family: Family, task_name: str, seconds: float) -> None:
-        key = keys.metrics(family)
-        pipe.hincrby(key, f"{task_name}{SEP}{_bucket_of(seconds, HISTOGRAMS[family])}", 1)
-        pipe.hincrbyfloat(key, f"{task_name}{SEP}sum", float(seconds))
-        pipe.hincrby(key, f"{task_name}{SEP}count", 1)
-
-    def _pace(self, pipe: Any, job_id: str, n: int) -> None:
-        """Count ``n`` finishes in the current bucket; prune a minute of buckets past the kept
-        window, so the hash stays at about ``PACE_KEEP_BUCKETS`` fields."""
-        key = keys.job_pace(job_id)
-        bucket = int(self.clock() // PACE_BUCKET_S)
-        pipe.hincrby(key, str(bucket), n)
-        old = bucket - PACE_KEEP_BUCKETS
-        pipe.hdel(key, *(str(b) for b in range(old - 12, old)))
-        pipe.expire(key, PACE_TTL_S)
+            self.send(Tally(task_name).stored(n))
 
     # -- reading ----------------------------------------------------------------
     def read(self) -> MetricsData:
@@ -199,6 +240,17 @@ class Metrics:
             return None
         span = max(now - max(first * PACE_BUCKET_S, since or 0.0), 1e-3)
         return sum(int(c) for c in counts if c is not None) / span
+
+
+def _pace(pipe: Any, job_id: str, n: int, now: float) -> None:
+    """Count ``n`` finishes in the current bucket; prune a minute of buckets past the kept
+    window, so the hash stays at about ``PACE_KEEP_BUCKETS`` fields."""
+    key = keys.job_pace(job_id)
+    bucket = int(now // PACE_BUCKET_S)
+    pipe.hincrby(key, str(bucket), n)
+    old = bucket - PACE_KEEP_BUCKETS
+    pipe.hdel(key, *(str(b) for b in range(old - 12, old)))
+    pipe.expire(key, PACE_TTL_S)
 
 
 def _split(raw_field: Any) -> tuple[str, str]:

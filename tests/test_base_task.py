@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -63,3 +64,26 @@ def test_backoff_grows_with_retries_is_jittered_and_capped_for_any_base(base: fl
         delays = [backoff_s(base, retries, 5.0) for _ in range(200)]
         assert all(0.0 <= d <= min(5.0, base * 2 ** retries) for d in delays)
         assert len(set(delays)) > 100  # jittered, not one value
+
+
+def most_in_flight(hits: list[Any]) -> int:
+    """The most requests the server was answering at once."""
+    edges = sorted([(h.arrived, 1) for h in hits] + [(h.answered, -1) for h in hits])
+    most = now = 0
+    for _, step in edges:
+        now += step
+        most = max(most, now)
+    return most
+
+
+@pytest.mark.integration
+def test_a_worker_process_keeps_at_most_its_fetch_cap_in_flight(tmp_path: Path) -> None:
+    world = World(seed=3)
+    env = {"TASK_MAX_FETCHES": "2", "TASK_UNIT_THREADS": "8"}
+    with running_cluster(tmp_path, world, concurrency=1, extra_env=env,
+                         faults=Faults(latency_s=0.05)) as cluster:
+        status = cluster.launch(demo, page=1).wait(timeout=240)
+        assert cluster.sandbox is not None
+        hits = cluster.sandbox.hits()
+    assert status["state"] == "finished" and status["totals"]["failed"] == 0
+    assert most_in_flight(hits) == 2  # batches of several units, never more than the cap

@@ -7,7 +7,7 @@ and ``UnitContext`` (what a hook sees); ``base_task.CrawlTask`` uses ``Work`` an
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -41,11 +41,14 @@ class Parsed:
     follow: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     next_page: BaseModel | Mapping[str, Any] | None = None
 
-    def records(self) -> dict[str, list[dict[str, Any]]]:
-        """Fan-out sources by name: item collections and follow lists."""
-        out: dict[str, list[dict[str, Any]]] = {k: list(v) for k, v in self.follow.items()}
+    def records(self, wanted: Container[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Fan-out sources by name: item collections and follow lists; only the ``wanted``
+        names when given (a leaf step's items are not dumped for nothing)."""
+        out: dict[str, list[dict[str, Any]]] = {k: list(v) for k, v in self.follow.items()
+                                                if wanted is None or k in wanted}
         for item in self.items:
-            out.setdefault(item.collection, []).append(item.model_dump(mode="json"))
+            if wanted is None or item.collection in wanted:
+                out.setdefault(item.collection, []).append(item.model_dump(mode="json"))
         return out
 
     def next_params(self) -> dict[str, Any] | None:
@@ -75,6 +78,15 @@ class Done:
     unchanged: bool = False
 
 
+@dataclass(frozen=True)
+class FetchPoint:
+    """One fetch as the metrics count it: status (0 when no response came), bytes, seconds."""
+
+    status: int
+    nbytes: int
+    seconds: float
+
+
 @dataclass
 class Work:
     """One unit on its way through its message's batch."""
@@ -94,6 +106,8 @@ class Work:
     gear: Gear | None = None  # the providers its step uses (None: fetched as built)
     outfit: Outfit | None = None  # what the providers gave its request
     need: str | None = None  # the pool it waits for (cookie, device, proxy)
+    fetch: FetchPoint | None = None  # how its fetch went, for the batch's metrics
+    parse_s: float | None = None  # how long its parse took
 
     @property
     def live(self) -> bool:

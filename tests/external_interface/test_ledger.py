@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from external_interface.ledger import Failure, Ledger
+from external_interface.ledger import Failure, Finish, Ledger
 
 
 def new_job(r: redis.Redis, job_id: str = "j1") -> Ledger:
@@ -84,7 +84,7 @@ def test_every_key_of_a_job_shares_one_cluster_slot(redis_client: redis.Redis) -
 
 def test_finishing_many_units_counts_each_once_and_refuses_unknown_ones_whole(
         redis_client: redis.Redis) -> None:
-    from external_interface.ledger import Finish, UnknownUnit
+    from external_interface.ledger import UnknownUnit
 
     ledger = new_job(redis_client)
     ledger.register("j1", [("a", "feed"), ("b", "feed"), ("c", "feed")])
@@ -109,3 +109,22 @@ def test_begin_reports_finished_units_without_counting_a_start_for_them(
     assert begun.state == "running"
     assert begun.units == [(True, 0, False), (False, 1, True)]
     assert ledger.begin("j1", ["b"]).units == [(False, 2, False)]
+
+
+def test_a_batchs_statistics_land_with_its_finish_in_one_call(redis_client: redis.Redis) -> None:
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("a", "feed")])
+    counts = ledger.step_counts("feed", {"requests": 3, "retried": 2, "bans": 0})
+    assert ledger.finish_many("j1", [Finish("a", "feed", "done", 1)], counts) == 1
+    feed = ledger.counts("j1")["feed"]
+    assert (feed["requests"], feed["retried"], feed["done"]) == (3, 2, 1)
+    assert ledger.state("j1") == "finished"
+    assert ledger.finish_many("j1", [], ledger.step_counts("feed", {"requests": 1})) == 0
+    assert ledger.counts("j1")["feed"]["requests"] == 4  # a retry's request, after the finish
+
+
+def test_beginning_a_unit_of_an_unknown_job_creates_nothing(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    begun = ledger.begin("ghost", ["u1"])
+    assert begun.state is None and begun.units == [(False, 0, False)]
+    assert redis_client.keys("cc:job:*") == []

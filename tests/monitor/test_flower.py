@@ -1,5 +1,6 @@
 """Flower, started by ``control.sh start flower`` against the cluster's broker, answers on
-loopback and lists the job's tasks (Celery task events are on in ``worker.py``)."""
+loopback and lists the job's tasks (task events are off in ``worker.py`` until Flower, or
+``control.sh start flower`` at once, turns them on)."""
 
 from __future__ import annotations
 

@@ -121,3 +121,25 @@ def test_pace_prunes_old_buckets_so_a_long_job_keeps_a_small_hash(
         clock.now += PACE_BUCKET_S
     assert redis_client.hlen(keys.job_pace("long")) <= PACE_KEEP_BUCKETS + 1
     assert 0 < redis_client.ttl(keys.job_pace("long")) <= 86_400
+
+
+def test_a_batch_tally_adds_up_like_single_points_in_one_round_trip(
+        redis_client: redis.Redis) -> None:
+    from monitor.metrics import Tally
+
+    tally = Tally(FEED).started(3).fetched(200, 100, 0.07).fetched(200, 50, 0.2)
+    tally.fetched(404, 0, 0.01).parsed(0.002).parsed(0.003).stored(4)
+    tally.units_finished({"done": 2, "failed": 1}, {"NotFound": 1})
+    pipe = redis_client.pipeline(transaction=False)
+    tally.write(pipe)
+    assert len(pipe.command_stack) < 20  # points of a kind are summed, not sent one by one
+    pipe.execute()
+    data = Metrics(redis_client).read()
+    assert data.get("units", FEED, "started") == 3
+    assert (data.get("status", FEED, "200"), data.get("status", FEED, "404")) == (2, 1)
+    assert data.get("bytes", FEED) == 150 and data.get("items", FEED) == 4
+    assert data.get("fetch_s", FEED, "count") == 3
+    assert abs(data.get("fetch_s", FEED, "sum") - 0.28) < 1e-9
+    assert dict(histogram(data, "fetch_s", FEED))["0.1"] == 2
+    assert data.get("parse_s", FEED, "count") == 2
+    assert data.get("errors", FEED, "NotFound") == 1
