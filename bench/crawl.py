@@ -21,8 +21,9 @@ project gets the same C as fetch threads: ``--workers`` x ``--worker-concurrency
 prefork processes, each fetching a batch's units on C / processes threads
 (``TASK_UNIT_THREADS``); in the latency test (one unit per message) threads pools
 (``--latency-pool``) capped at C fetches in flight in all (``TASK_MAX_FETCHES``,
-at most 32 per worker process), each with half as many threads again, so that a
-unit's parse and hand-off overlap other units' fetches, as Scrapy's requests do.
+at most 16 per worker process), each with a quarter more threads, so that a unit's
+parse and hand-off overlap other units' fetches, as Scrapy's requests do. Sharded
+starts are launched together (``launch_many``).
 
 Figures are medians over ``--runs``. pages/CPU-s counts every process that
 crawls, over the crawl (see ``crawl_project`` and ``crawl_scrapy``); the servers

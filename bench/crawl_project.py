@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.proctree import Watch, cpu_between, machine_busy_s
-from chains.engine import launch
+from chains.engine import launch_many
 from chains.model import Chain
 from external_interface.resources import Resources
 from sandbox.cluster import local_env, resources_for
@@ -54,12 +54,13 @@ class Layout:
                 f"{cap}")
 
     @classmethod
-    def for_latency(cls, concurrency: int, pool: str, per_process: int = 32,
-                    spare: float = 0.5) -> Layout:
+    def for_latency(cls, concurrency: int, pool: str, per_process: int = 16,
+                    spare: float = 0.25) -> Layout:
         """``concurrency`` fetches in flight at most, over as many worker processes as it
-        takes to keep ``per_process`` or fewer in each; each process runs ``spare`` more
-        pool threads than its fetch cap, so that parsing, saving and hand-off overlap
-        other units' fetches (Scrapy's CONCURRENT_REQUESTS caps requests the same way)."""
+        takes to keep ``per_process`` or fewer in each (one process's GIL is the limit
+        past that); each process runs ``spare`` more pool threads than its fetch cap, so
+        that parsing, saving and hand-off overlap other units' fetches (Scrapy's
+        CONCURRENT_REQUESTS caps requests the same way)."""
         workers = math.ceil(concurrency / per_process)
         cap = math.ceil(concurrency / workers)
         return cls(workers, pool, math.ceil(cap * (1 + spare)), 1, cap)
@@ -67,9 +68,11 @@ class Layout:
     @classmethod
     def for_concurrency(cls, concurrency: int, workers: int, pool: str,
                         worker_concurrency: int) -> Layout:
-        """Spread ``concurrency`` in-flight fetches over every pool process's unit threads."""
+        """Spread ``concurrency`` in-flight fetches over every pool process's unit threads,
+        capped per process (a threads pool's tasks share their process's unit threads)."""
         processes = workers * (worker_concurrency if pool == "prefork" else 1)
-        return cls(workers, pool, worker_concurrency, max(1, math.ceil(concurrency / processes)))
+        share = max(1, math.ceil(concurrency / processes))
+        return cls(workers, pool, worker_concurrency, share, share)
 
 
 @dataclass
@@ -177,7 +180,7 @@ def crawl(cluster: Cluster, chain: Chain, roots: list[dict[str, Any]], timeout: 
     with Watch(roots_pids) as watch:
         before, busy, started = watch.snapshot(), machine_busy_s(), time.monotonic()
         launch_cpu = time.thread_time()
-        jobs = [launch(chain, params, resources=res).job_id for params in roots]
+        jobs = [job.job_id for job in launch_many(chain, roots, resources=res)]
         launch_cpu = time.thread_time() - launch_cpu
         wait_finished(res, jobs, timeout)
         after, busy, window = watch.snapshot(), machine_busy_s() - busy, \

@@ -159,15 +159,22 @@ class Publisher:
 def launch(chain: Chain, params: dict[str, Any], job_id: str | None = None,
            resources: Resources | None = None) -> Job:
     """Create the job, register its root unit, publish it; returns the handle."""
+    return launch_many(chain, [params], [job_id] if job_id else None, resources)[0]
+
+
+def launch_many(chain: Chain, params: list[dict[str, Any]], job_ids: list[str] | None = None,
+                resources: Resources | None = None) -> list[Job]:
+    """One job per params, the chain checked once: a sharded start (Scrapy's start URLs)
+    reaches the queue at once rather than one full launch after another."""
     if resources is None:
         from external_interface.resources import current
 
         resources = current()
     resources.app.loader.import_default_modules()
     check_chain(chain, resources.app.tasks)
-    job_id = job_id or uuid.uuid4().hex[:16]
-    resources.ledger.create_job(job_id, chain.model_dump(mode="json"), params)
-    Publisher(resources.app, resources.ledger).spawn(
-        chain, job_id, {chain.start: [make_unit(chain.start, params)]}, depth=0
-    )
-    return Job(job_id, resources.ledger)
+    ids = job_ids or [uuid.uuid4().hex[:16] for _ in params]
+    dumped, publisher = chain.model_dump(mode="json"), Publisher(resources.app, resources.ledger)
+    for job_id, root in zip(ids, params, strict=True):
+        resources.ledger.create_job(job_id, dumped, root)
+        publisher.spawn(chain, job_id, {chain.start: [make_unit(chain.start, root)]}, depth=0)
+    return [Job(job_id, resources.ledger) for job_id in ids]

@@ -164,3 +164,15 @@ def test_a_unit_outside_the_allowed_domains_fails_off_site_without_a_fetch(
     assert status["state"] == "finished"
     assert (status["totals"]["failed"], status["totals"]["requests"]) == (1, 0)
     assert status["failures"][0]["reason"].startswith("OffSite")
+
+
+def test_a_sharded_start_launches_one_job_per_shard_at_once(cluster: Cluster) -> None:
+    from chains.engine import launch_many
+
+    feed_only = Chain(name="feed-pages", start="feed", steps={"feed": Step(task="demo.h5.feed")})
+    jobs = launch_many(feed_only, [{"page": 1}, {"page": 3}], resources=cluster.resources)
+    statuses = [job.wait(timeout=60) for job in jobs]
+    pages = BIG.feed_pages()
+    assert [s["state"] for s in statuses] == ["finished", "finished"]
+    assert [s["steps"]["feed"]["done"] for s in statuses] == [pages, pages - 2]
+    assert len({job.job_id for job in jobs}) == 2
