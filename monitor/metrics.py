@@ -174,42 +174,6 @@ class Metrics:
         tally.write(pipe, job_id, self.clock)
         pipe.execute()
 
-    def unit_started(self, task_name: str, n: int = 1) -> None:
-        """``n`` units began an attempt (a redelivered unit counts again)."""
-        self.send(Tally(task_name).started(n))
-
-    def unit_finished(self, task_name: str, outcome: str, error_class: str | None = None,
-                      job_id: str | None = None) -> None:
-        """A unit ended ``done``, ``skipped`` or ``failed`` (for good, by ``error_class``).
-
-        With ``job_id`` the job's pace is counted too (its "throughput now").
-        """
-        errors = {error_class or "Unknown": 1} if outcome == "failed" else {}
-        self.units_finished(task_name, {outcome: 1}, errors, job_id)
-
-    def units_finished(self, task_name: str, outcomes: Mapping[str, int],
-                       errors: Mapping[str, int] | None = None,
-                       job_id: str | None = None) -> None:
-        """A batch ended: ``{"done": 8, "failed": 2}``, failures by error class
-        ``{"NotFound": 2}``; counted in one round trip."""
-        self.send(Tally(task_name).units_finished(outcomes, errors), job_id)
-
-    def retried(self, task_name: str, n: int, rotated: int = 0) -> None:
-        """``n`` units scheduled for a retry, ``rotated`` of them after a burnt resource."""
-        if n or rotated:
-            self.send(Tally(task_name).retried(n, rotated))
-
-    def fetched(self, task_name: str, status: int, nbytes: int, seconds: float) -> None:
-        """One fetch ended: its status (0 when no response came), body size and duration."""
-        self.send(Tally(task_name).fetched(status, nbytes, seconds))
-
-    def parsed(self, task_name: str, seconds: float) -> None:
-        self.send(Tally(task_name).parsed(seconds))
-
-    def stored(self, task_name: str, n: int) -> None:
-        if n:
-            self.send(Tally(task_name).stored(n))
-
     # -- reading ----------------------------------------------------------------
     def read(self) -> MetricsData:
         """Every family in one round trip."""

@@ -45,22 +45,13 @@ from typing import Any, cast
 import redis
 
 from external_interface import keys
+from external_interface.lua import CLOCK, US
 from external_interface.politeness import Grant, Politeness, Wait, WaitReason
 
-US = 1_000_000
 STATE_TTL_S = 86_400  # an idle bucket's state hash and index entry go after a day
 INDEX_EVERY_S = 60.0  # how often one process refreshes a bucket's index entry
 RATE_WINDOW_S = 10.0  # time constant of the rate estimate
 
-# Shared by the scripts: ``clock`` is ARGV's time if given (tests), else the server's.
-_CLOCK = r"""
-redis.replicate_commands()
-local function clock(given)
-  if given ~= '' then return tonumber(given) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-"""
 
 # KEYS: tat, leases, cooldown, state. ARGV: now (µs or ''), interval (µs, 0: no
 # rate), burst, cap (0: none), lease ttl (µs), lease id, rate window (µs), state
@@ -68,7 +59,7 @@ end
 # concurrency wait is the mean hold time left on the oldest lease (at least a
 # quarter of a hold, 10 ms), or 50 ms before any lease was released; never past
 # that lease's expiry.
-_ACQUIRE = _CLOCK + r"""
+_ACQUIRE = CLOCK + r"""
 local now, interval, burst = clock(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local cap, ttl, lease = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 local cool = tonumber(redis.call('GET', KEYS[3]) or '0')
@@ -118,7 +109,7 @@ return 1
 # The cooldown only grows. The TAT moves so that the first request after the
 # cooldown goes at its end and the next ones at the rate: no burst right after a
 # 429. Reply: the cooldown left (µs).
-_PENALIZE = _CLOCK + r"""
+_PENALIZE = CLOCK + r"""
 local now = clock('')
 local untl = math.max(now + tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]) or '0'))
 if untl > now then redis.call('SET', KEYS[1], untl, 'PX', math.ceil((untl - now) / 1000)) end

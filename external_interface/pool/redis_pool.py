@@ -17,22 +17,12 @@ from typing import cast
 import redis
 
 from external_interface import keys
+from external_interface.lua import CLOCK, US
 from external_interface.pool import Empty, Health, Lease, Outcome, PoolStats, Verdict
-
-US = 1_000_000
-
-_CLOCK = r"""
-redis.replicate_commands()
-local function clock(given)
-  if given ~= '' then return tonumber(given) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-"""
 
 # KEYS: ready, values, health, retired. ARGV: now, then id, value pairs. New ids go to
 # the front of the line (score 0) with health 1; retired ids are left out.
-_ADD = _CLOCK + r"""
+_ADD = CLOCK + r"""
 local now, added = clock(ARGV[1]), 0
 for i = 2, #ARGV, 2 do
   local id = ARGV[i]
@@ -49,7 +39,7 @@ return added
 
 # KEYS: ready, values. ARGV: now, then the ids to avoid. Reply {'lease', id, value,
 # ready} or {'wait', µs} or {'none'}.
-_LEASE = _CLOCK + r"""
+_LEASE = CLOCK + r"""
 local now, avoid, n = clock(ARGV[1]), {}, 0
 for i = 2, #ARGV do avoid[ARGV[i]] = true; n = n + 1 end
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, n + 1)) do
@@ -69,7 +59,7 @@ return {'none'}
 
 # KEYS: ready, values, health, retired. ARGV: now, id, verdict, rest (µs), health
 # delta, floor, how long retired ids are remembered (µs).
-_REPORT = _CLOCK + r"""
+_REPORT = CLOCK + r"""
 local now, id = clock(ARGV[1]), ARGV[2]
 if not redis.call('ZSCORE', KEYS[1], id) then return 'gone' end
 local health = math.min(1, tonumber(redis.call('HGET', KEYS[3], id) or '1') + tonumber(ARGV[5]))
@@ -106,7 +96,7 @@ return dropped
 """
 
 # KEYS: ready, retired. ARGV: now. Reply {ready, resting, retired}.
-_STATS = _CLOCK + r"""
+_STATS = CLOCK + r"""
 local now = clock(ARGV[1])
 return {redis.call('ZCOUNT', KEYS[1], '-inf', now), redis.call('ZCOUNT', KEYS[1], '(' .. now,
         '+inf'), redis.call('ZCARD', KEYS[2])}

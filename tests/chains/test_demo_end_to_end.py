@@ -80,17 +80,23 @@ def test_invalid_params_fail_the_unit_naming_the_field_without_retry(cluster: Cl
     assert "page" in failure["reason"] and "not-a-number" in failure["reason"]
 
 
+def assert_a_killed_worker_loses_nothing(cluster: Cluster) -> None:
+    """SIGKILL the only worker's process group 300 units into the job, start another: the
+    job finishes with the sandbox's graph and every item stored once."""
+    job = cluster.launch(demo, page=1)
+    cluster.wait_for(lambda: job.status()["totals"]["done"] >= 300, 120, "300 units done")
+    cluster.kill_worker(cluster.workers[0])
+    assert job.status()["state"] == "running"
+    cluster.start_worker()
+    status = job.wait(timeout=240)
+    assert_matches_world(status, BIG)
+    assert_items_stored_once(cluster, BIG)
+
+
 def test_job_with_one_worker_killed_mid_run_finishes_with_identical_items(
         tmp_path: Path) -> None:
     with running_cluster(tmp_path, BIG, workers=1) as cluster:
-        job = cluster.launch(demo, page=1)
-        cluster.wait_for(lambda: job.status()["totals"]["done"] >= 300, 120, "300 units done")
-        cluster.kill_worker(cluster.workers[0])
-        assert job.status()["state"] == "running"
-        cluster.start_worker()
-        status = job.wait(timeout=240)
-        assert_matches_world(status, BIG)
-        assert_items_stored_once(cluster, BIG)
+        assert_a_killed_worker_loses_nothing(cluster)
 
 
 def test_transient_server_errors_are_retried_until_the_same_items_are_stored(

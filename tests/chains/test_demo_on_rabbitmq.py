@@ -12,6 +12,7 @@ from sandbox.cluster import running_cluster
 from sandbox.world import World
 from tests.chains.test_demo_end_to_end import (
     BIG,
+    assert_a_killed_worker_loses_nothing,
     assert_items_stored_once,
     assert_matches_world,
     demo,
@@ -45,11 +46,4 @@ def queue_types(vhost: str) -> dict[str, str]:
 def test_job_with_one_worker_killed_mid_run_finishes_with_identical_items_on_rabbitmq(
         tmp_path: Path, amqp_url: str) -> None:
     with running_cluster(tmp_path, BIG, extra_env={"CELERY_BROKER_URL": amqp_url}) as cluster:
-        job = cluster.launch(demo, page=1)
-        cluster.wait_for(lambda: job.status()["totals"]["done"] >= 300, 120, "300 units done")
-        cluster.kill_worker(cluster.workers[0])
-        assert job.status()["state"] == "running"
-        cluster.start_worker()
-        status = job.wait(timeout=240)
-        assert_matches_world(status, BIG)
-        assert_items_stored_once(cluster, BIG)
+        assert_a_killed_worker_loses_nothing(cluster)

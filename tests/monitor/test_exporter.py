@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from chains.job import Job
 from external_interface.ledger import Ledger
 from monitor.exporter import ExporterServer, Source, escape, recent_jobs
-from monitor.metrics import Metrics
+from monitor.metrics import Metrics, Tally
 from sandbox.cluster import Cluster
 from tests.monitor.conftest import start_module, stop
 
@@ -49,10 +49,10 @@ def local_exporter(redis_client: redis.Redis) -> Iterator[str]:
 def test_counters_are_labelled_by_site_platform_step_and_one_bounded_label(
         redis_client: redis.Redis, local_exporter: str) -> None:
     metrics = Metrics(redis_client)
-    metrics.unit_started("demo.h5.feed", 3)
-    metrics.units_finished("demo.h5.feed", {"done": 2, "failed": 1}, {"NotFound": 1})
-    metrics.fetched("demo.h5.feed", 200, 512, 0.2)
-    metrics.stored("demo.h5.feed", 7)
+    metrics.send(Tally("demo.h5.feed").started(3))
+    metrics.send(Tally("demo.h5.feed").units_finished({"done": 2, "failed": 1}, {"NotFound": 1}))
+    metrics.send(Tally("demo.h5.feed").fetched(200, 512, 0.2))
+    metrics.send(Tally("demo.h5.feed").stored(7))
     parsed = samples(get(local_exporter + "/metrics"))
     feed = {"site": "demo", "platform": "h5", "step": "feed"}
     assert value(parsed, "crawlchain_units_started_total", **feed) == 3

@@ -12,6 +12,7 @@ from monitor.metrics import (
     PACE_BUCKET_S,
     PACE_KEEP_BUCKETS,
     Metrics,
+    Tally,
     histogram,
     task_labels,
 )
@@ -31,12 +32,9 @@ class Clock:
 
 def test_unit_events_add_up_per_task_and_outcome(redis_client: redis.Redis) -> None:
     metrics = Metrics(redis_client)
-    metrics.unit_started(FEED, 3)
-    metrics.unit_finished(FEED, "done")
-    metrics.unit_finished(FEED, "skipped")
-    metrics.unit_finished(FEED, "failed", "NotFound")
-    metrics.retried(FEED, 2, rotated=1)
-    metrics.unit_finished("demo.app.detail", "done")
+    metrics.send(Tally(FEED).started(3).units_finished({"done": 1, "skipped": 1, "failed": 1},
+                                                       {"NotFound": 1}).retried(2, rotated=1))
+    metrics.send(Tally("demo.app.detail").units_finished({"done": 1}))
     data = metrics.read()
     assert [data.get("units", FEED, e) for e in ("started", "done", "skipped", "failed",
                                                  "retried", "rotated")] == [3, 1, 1, 1, 2, 1]
@@ -49,8 +47,9 @@ def test_counts_from_two_clients_add_up_in_one_place(redis_client: redis.Redis,
     """Two hosts are two clients on the same Redis: their numbers sum."""
     db = redis_client.connection_pool.connection_kwargs["db"]
     other_host = redis.Redis(unix_socket_path=str(redis_socket), db=db)
-    Metrics(redis_client).units_finished(FEED, {"done": 4, "failed": 1}, {"ParseError": 1})
-    Metrics(other_host).units_finished(FEED, {"done": 6})
+    Metrics(redis_client).send(Tally(FEED).units_finished({"done": 4, "failed": 1},
+                                                          {"ParseError": 1}))
+    Metrics(other_host).send(Tally(FEED).units_finished({"done": 6}))
     data = Metrics(redis_client).read()
     assert data.get("units", FEED, "done") == 10
     assert data.get("errors", FEED, "ParseError") == 1
@@ -60,10 +59,10 @@ def test_counts_from_two_clients_add_up_in_one_place(redis_client: redis.Redis,
 def test_fetches_count_status_bytes_and_a_cumulative_duration_histogram(
         redis_client: redis.Redis) -> None:
     metrics = Metrics(redis_client)
-    metrics.fetched(FEED, 200, 1000, 0.03)
-    metrics.fetched(FEED, 200, 500, 0.7)
-    metrics.fetched(FEED, 503, 20, 45.0)
-    metrics.fetched(FEED, 0, 0, 4.0)  # no response at all
+    metrics.send(Tally(FEED).fetched(200, 1000, 0.03))
+    metrics.send(Tally(FEED).fetched(200, 500, 0.7))
+    metrics.send(Tally(FEED).fetched(503, 20, 45.0))
+    metrics.send(Tally(FEED).fetched(0, 0, 4.0))  # no response at all
     data = metrics.read()
     assert data.get("status", FEED, "200") == 2
     assert data.get("status", FEED, "503") == 1
@@ -79,9 +78,9 @@ def test_fetches_count_status_bytes_and_a_cumulative_duration_histogram(
 
 def test_parse_durations_and_stored_items(redis_client: redis.Redis) -> None:
     metrics = Metrics(redis_client)
-    metrics.parsed(FEED, 0.002)
-    metrics.stored(FEED, 10)
-    metrics.stored(FEED, 0)
+    metrics.send(Tally(FEED).parsed(0.002))
+    metrics.send(Tally(FEED).stored(10))
+    metrics.send(Tally(FEED).stored(0))
     data = metrics.read()
     assert dict(histogram(data, "parse_s", FEED))["0.005"] == 1
     assert data.get("items", FEED) == 10
@@ -90,7 +89,8 @@ def test_parse_durations_and_stored_items(redis_client: redis.Redis) -> None:
 def test_labels_are_the_task_parts_and_a_bounded_label_never_a_url(
         redis_client: redis.Redis) -> None:
     metrics = Metrics(redis_client)
-    metrics.unit_finished(FEED, "failed", "Weird Error!<script>" + "x" * 200)
+    weird = "Weird Error!<script>" + "x" * 200
+    metrics.send(Tally(FEED).units_finished({"failed": 1}, {weird: 1}))
     fields = [f.decode() for f in redis_client.hkeys(keys.metrics("errors"))]
     [label] = [f.split("|", 1)[1] for f in fields]
     assert len(label) <= 64 and label.replace("_", "").isalnum()
@@ -103,9 +103,9 @@ def test_pace_is_none_until_counted_then_units_per_second_over_the_window(
     clock = Clock(1_000_000.0)
     metrics = Metrics(redis_client, clock=clock)
     assert metrics.pace("job1") is None
-    metrics.units_finished(FEED, {"done": 30}, job_id="job1")
+    metrics.send(Tally(FEED).units_finished({"done": 30}), "job1")
     clock.now += 10
-    metrics.units_finished(FEED, {"done": 30}, job_id="job1")
+    metrics.send(Tally(FEED).units_finished({"done": 30}), "job1")
     assert metrics.pace("job1", window_s=30) == 60 / 30
     assert metrics.pace("job1", window_s=30, since=clock.now - 12) == 60 / 12  # a young job
     clock.now += 60
@@ -117,7 +117,7 @@ def test_pace_prunes_old_buckets_so_a_long_job_keeps_a_small_hash(
     clock = Clock(2_000_000.0)
     metrics = Metrics(redis_client, clock=clock)
     for _ in range(PACE_KEEP_BUCKETS * 3):
-        metrics.unit_finished(FEED, "done", job_id="long")
+        metrics.send(Tally(FEED).units_finished({"done": 1}), "long")
         clock.now += PACE_BUCKET_S
     assert redis_client.hlen(keys.job_pace("long")) <= PACE_KEEP_BUCKETS + 1
     assert 0 < redis_client.ttl(keys.job_pace("long")) <= 86_400
@@ -125,8 +125,6 @@ def test_pace_prunes_old_buckets_so_a_long_job_keeps_a_small_hash(
 
 def test_a_batch_tally_adds_up_like_single_points_in_one_round_trip(
         redis_client: redis.Redis) -> None:
-    from monitor.metrics import Tally
-
     tally = Tally(FEED).started(3).fetched(200, 100, 0.07).fetched(200, 50, 0.2)
     tally.fetched(404, 0, 0.01).parsed(0.002).parsed(0.003).stored(4)
     tally.units_finished({"done": 2, "failed": 1}, {"NotFound": 1})

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from chains.job import Job
 from external_interface.ledger import Failure, Ledger
-from monitor.metrics import Metrics
+from monitor.metrics import Metrics, Tally
 from monitor.report import job_report, print_summary, progress, summary_table
 
 
@@ -62,7 +62,7 @@ def test_overview_groups_failures_by_reason_largest_first_with_examples(
 def test_throughput_now_comes_from_the_pace_the_workers_count(
         redis_client: redis.Redis) -> None:
     job = a_job_with_failures(Ledger(redis_client))
-    Metrics(redis_client).units_finished("demo.h5.user_info", {"done": 8}, job_id="j1")
+    Metrics(redis_client).send(Tally("demo.h5.user_info").units_finished({"done": 8}), "j1")
     assert job.overview()["throughput"]["now"] > 0
 
 
