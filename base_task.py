@@ -6,9 +6,9 @@ begin (job state, redelivered units, start counts), prepare (params validated â€
 invalid ones fail for good â€” requests built, recrawl decided), fetch and parse
 (concurrently, each unit within its own fetch deadline), save (items durable
 before anything else), spawn (children registered, then published), close
-(dedup marks, then every unit finished in one Lua call). A unit's own order is
-always save -> children -> mark -> finish, so a crash at any point leaves it
-unfinished and it runs again. Units that hit a transient error are retried
+(dedup marks, then every unit finished in one Lua call; ``chains.outcomes``). A
+unit's own order is always save -> children -> mark -> finish, so a crash at any
+point leaves it unfinished and it runs again. Units that hit a transient error are retried
 together with Celery's ``retry``, and only those.
 
 Site steps subclass nothing: they declare ``Input`` on the decorator and call
@@ -17,16 +17,12 @@ Site steps subclass nothing: they declare ``Input`` on the decorator and call
 
 from __future__ import annotations
 
-import random
 import time
-from collections import Counter
 from collections.abc import Callable
 from contextlib import ExitStack
-from functools import lru_cache
 from typing import Any, ClassVar
 
 import redis
-from celery import Task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from celery.utils.log import get_task_logger
 from kombu.exceptions import OperationalError
@@ -34,32 +30,27 @@ from pydantic import BaseModel
 
 from chains.engine import Envelope, Publisher, Unit, by_depth, children
 from chains.model import Chain
+from chains.outcomes import BatchOutcomes, chain_of, publish_again
 from exceptions import (
     CrawlError,
     OffSite,
     PermanentError,
     RateLimited,
-    RotateError,
     StorageUnavailable,
     TransientError,
 )
 from external_interface import recrawl
 from external_interface.fetch import Request, Response
-from external_interface.ledger import Failure, Finish
 from external_interface.politeness import MustWait, acquire
 from external_interface.providers import BanRule
 from external_interface.providers.outfit import check_response
 from external_interface.providers.task import (
-    close_batch,
     feed_unit,
     outfit_unit,
-    resource_counts,
     settle_unit,
-    spend_rotations,
 )
 from external_interface.resources import Resources, current, fetch_slots, unit_threads
 from external_interface.storage import Item
-from monitor.metrics import Metrics, Tally
 from sites import site_politeness, task_gear
 from utils.step_calls import site_code, validate_params
 from utils.units import Done, FetchPoint, HookSignal, Parsed, Signal, UnitContext, Work
@@ -75,7 +66,7 @@ BuildRequest = Callable[[Any], Request]
 Parse = Callable[[Any, Response], Parsed]
 
 
-class CrawlTask(Task):
+class CrawlTask(BatchOutcomes):
     """Base task of every site step; one instance serves a whole process."""
 
     Input: ClassVar[type[BaseModel]]
@@ -136,11 +127,9 @@ class CrawlTask(Task):
         kills its worker every time ends as poison without taking its batch-mates along."""
         log.warning("batch of %d %s units came back after a worker died; splitting it",
                     len(batch), envelope["step"])
-        publisher = Publisher(res.app, res.ledger)
-        for w in batch:
-            publisher.publish(chain, envelope["job"], envelope["step"], [w.unit],
-                              envelope["depth"])
         res.ledger.end_attempt(envelope["job"], [w.unit["id"] for w in batch])
+        for w in batch:
+            publish_again(res, envelope, [w.unit])
         return {"isolated": len(batch)}
 
     def _prepare(self, res: Resources, chain: Chain, envelope: Envelope, batch: list[Work],
@@ -317,107 +306,6 @@ class CrawlTask(Task):
         if signal is Signal.ABORT:
             raise PermanentError(f"{hook} aborted the unit")
 
-    # -- outcomes -------------------------------------------------------------
-    def _close(self, res: Resources, envelope: Envelope, batch: list[Work]) -> dict[str, int]:
-        """Mark, finish and count the batch; retry what is left (raises Celery's Retry)."""
-        job_id, step = envelope["job"], envelope["step"]
-        deferred = [w for w in batch if w.defer is not None]
-        retry = [w for w in batch if not (w.ready and w.error is None) and w.defer is None
-                 and not isinstance(w.error, PermanentError)]
-        spent = resource_counts(batch)  # before a last ban turns into RotationsSpent
-        rotate = spend_rotations(res, retry)  # burnt resource: again at once, on a fresh one
-        retry = [w for w in retry if w not in rotate and not isinstance(w.error, PermanentError)]
-        given_up = self._give_up(res, retry)
-        failed = [w for w in batch if isinstance(w.error, PermanentError)]
-        finished = [w for w in batch if w.ready and w.error is None]
-        recrawl.mark(res.dedup, [w.recrawl for w in finished if w.recrawl is not None])
-        ends = [Finish(w.unit["id"], step, w.end.outcome, w.end.items)
-                for w in finished if w.end is not None]
-        retry = [w for w in retry if w not in given_up]
-        spent.update(requests=sum(w.fetched for w in batch), rotations=len(rotate))
-        res.ledger.finish_many(
-            job_id, ends + [self._failure(res, envelope, w) for w in failed],
-            res.ledger.step_counts(step, {
-                "retried": len(retry), **spent,
-                "unchanged": sum(1 for w in finished if w.end is not None and w.end.unchanged)}))
-        self._count(res, job_id, batch, ends, failed, retry, rotate)
-        if deferred or rotate:
-            self._defer(res, envelope, deferred, rotate)
-        if batch and batch[0].gear is not None:
-            close_batch(res, envelope, batch, spent)
-        if retry:
-            self._retry(res, envelope, retry)
-        tally = {o: sum(1 for e in ends if e.outcome == o) for o in ("done", "skipped")}
-        return {**tally, "failed": len(failed), "retry": len(retry)}
-
-    def _count(self, res: Resources, job_id: str, batch: list[Work], ends: list[Finish],
-               failed: list[Work], retry: list[Work], rotate: list[Work]) -> None:
-        """The batch's points in the cluster-wide metrics, in one round trip: fetches,
-        parses, items stored, outcomes (the ledger stays the exact count)."""
-        tally = Tally(self.name).started(len(batch))
-        for w in batch:
-            if w.fetch is not None:
-                tally.fetched(w.fetch.status, w.fetch.nbytes, w.fetch.seconds)
-            if w.parse_s is not None:
-                tally.parsed(w.parse_s)
-        tally.stored(sum(e.items for e in ends))
-        outcomes: dict[str, int] = {**Counter(e.outcome for e in ends), "failed": len(failed)}
-        tally.units_finished(outcomes, Counter(type(w.error).__name__ for w in failed))
-        tally.retried(len(retry) + len(rotate), rotated=len(rotate) + sum(
-            isinstance(w.error, RotateError) for w in retry))
-        Metrics(res.redis).send(tally, job_id)
-
-    def _defer(self, res: Resources, envelope: Envelope, deferred: list[Work],
-               rotate: list[Work]) -> None:
-        """Units that must wait (for their site's slot, for a pool) go back with a countdown,
-        units whose resource was burnt at once; neither spends a retry."""
-        res.ledger.end_attempt(envelope["job"], [w.unit["id"] for w in deferred + rotate])
-        publisher, chain = Publisher(res.app, res.ledger), chain_of(envelope["job"])
-        job_id, step, depth = envelope["job"], envelope["step"], envelope["depth"]
-        if rotate:
-            publisher.publish(chain, job_id, step, [w.unit for w in rotate], depth)
-        if deferred:
-            countdown = max(w.defer or 0.0 for w in deferred)
-            publisher.publish(chain, job_id, step, [w.unit for w in deferred], depth,
-                              countdown=countdown)
-
-    def _give_up(self, res: Resources, retry: list[Work]) -> list[Work]:
-        """Past ``max_retries`` the units fail for good, with the last error in the reason."""
-        limit = res.settings.task.max_retries
-        if self.request.retries < limit:
-            return []
-        for w in retry:
-            last = w.error.reason if w.error else "interrupted before it finished"
-            w.error = PermanentError(f"gave up after {limit} retries: {last}")
-        return list(retry)
-
-    def _failure(self, res: Resources, envelope: Envelope, w: Work) -> Finish:
-        assert w.error is not None
-        step = envelope["step"]
-        failure = Failure(
-            unit_id=w.unit["id"], step=step, params=w.unit["params"],
-            error=type(w.error).__name__, message=str(w.error),
-            attempts=w.starts + self.request.retries,
-            first_at=res.ledger.first_start(envelope["job"], w.unit["id"]), failed_at=time.time(),
-        )
-        log.info("unit %s of %s failed for good: %s", w.unit["id"], step, failure.reason)
-        return Finish(w.unit["id"], step, "failed", failure=failure)
-
-    def _retry(self, res: Resources, envelope: Envelope, retry: list[Work]) -> None:
-        """One new message for the units to retry, after a backoff (Retry-After wins)."""
-        res.ledger.end_attempt(envelope["job"], [w.unit["id"] for w in retry])
-        errors = [w.error for w in retry if w.error is not None]
-        raise self.retry(args=[envelope, [w.unit for w in retry]],
-                         countdown=self._backoff(res, errors),
-                         max_retries=res.settings.task.max_retries)
-
-    def _backoff(self, res: Resources, errors: list[CrawlError]) -> float:
-        """Exponential backoff with full jitter; a longer Retry-After wins, capped."""
-        policy = res.settings.task
-        delay = backoff_s(policy.backoff_base_s, self.request.retries, policy.backoff_max_s)
-        advised = [e.retry_after for e in errors if isinstance(e, RateLimited) and e.retry_after]
-        return min(max([delay, *advised]), policy.backoff_max_s)
-
     def on_failure(self, exc: BaseException, task_id: str, args: tuple[Any, ...],
                    kwargs: dict[str, Any], einfo: Any) -> None:
         """The message died (hard time limit, a bug in the loop): requeue its units.
@@ -434,17 +322,6 @@ class CrawlTask(Task):
         log.error("message %s of %s died (%r); requeueing %d units", task_id, self.name, exc,
                   len(left))
         if left and not isinstance(exc, Reject):
-            Publisher(res.app, res.ledger).publish(chain_of(job_id), job_id, envelope["step"],
-                                                   left, envelope["depth"])
+            publish_again(res, envelope, left)
 
 
-def backoff_s(base_s: float, retries: int, max_s: float) -> float:
-    """Full-jitter exponential backoff in floats (Celery's helper takes whole seconds only:
-    it calls ``randrange`` and fails on a base of 0.2 s)."""
-    return random.uniform(0.0, min(max_s, base_s * 2 ** retries))
-
-
-@lru_cache(maxsize=256)
-def chain_of(job_id: str) -> Chain:
-    """The chain a job runs, as stored at launch; cached per process."""
-    return Chain.model_validate(current().ledger.chain_of(job_id))

@@ -24,7 +24,9 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import redis
@@ -63,17 +65,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 class Arrivals:
-    """A threaded HTTP server on loopback that records when each request arrived."""
+    """A threaded HTTP server on loopback that records when each request arrived
+    (monotonic seconds); it answers ``ok``, or serves the files under ``root``."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: Path | None = None) -> None:
         self.times: list[float] = []
         times = self.times
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(SimpleHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive: one connection per worker
 
             def do_GET(self) -> None:
                 times.append(time.monotonic())  # list.append is atomic under the GIL
+                if root is not None:
+                    super().do_GET()
+                    return
                 self.send_response(200)
                 self.send_header("Content-Length", "2")
                 self.end_headers()
@@ -82,9 +88,11 @@ class Arrivals:
             def log_message(self, format: str, *args: Any) -> None:
                 """Silence: a line per request would cost more than the request."""
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0),
+                                          partial(Handler, directory=str(root or ".")))
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> Arrivals:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

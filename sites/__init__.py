@@ -11,19 +11,27 @@ from __future__ import annotations
 
 import importlib
 from functools import lru_cache
+from typing import TypeVar
 
 from config import PolitenessSettings
 from external_interface.politeness import Politeness
 from external_interface.providers import Gear, SiteProviders
 
+T = TypeVar("T")
+
+
+def _declared(site: str, name: str, kind: type[T]) -> T | None:
+    """``sites.<site>.<name>``, checked to be a ``kind``; None when the site declares none."""
+    value = getattr(importlib.import_module(f"sites.{site}"), name, None)
+    if value is not None and not isinstance(value, kind):
+        raise TypeError(f"sites.{site}.{name} must be a {kind.__name__}, not {type(value)}")
+    return value
+
 
 @lru_cache(maxsize=64)
 def declared_politeness(site: str) -> Politeness | None:
     """``sites.<site>.POLITENESS``, or None when the site declares none."""
-    policy = getattr(importlib.import_module(f"sites.{site}"), "POLITENESS", None)
-    if policy is not None and not isinstance(policy, Politeness):
-        raise TypeError(f"sites.{site}.POLITENESS must be a Politeness, not {type(policy)}")
-    return policy
+    return _declared(site, "POLITENESS", Politeness)
 
 
 def site_politeness(site: str, settings: PolitenessSettings) -> Politeness | None:
@@ -34,10 +42,7 @@ def site_politeness(site: str, settings: PolitenessSettings) -> Politeness | Non
 @lru_cache(maxsize=64)
 def declared_providers(site: str) -> SiteProviders | None:
     """``sites.<site>.PROVIDERS``, or None when the site declares none."""
-    declared = getattr(importlib.import_module(f"sites.{site}"), "PROVIDERS", None)
-    if declared is not None and not isinstance(declared, SiteProviders):
-        raise TypeError(f"sites.{site}.PROVIDERS must be a SiteProviders, not {type(declared)}")
-    return declared
+    return _declared(site, "PROVIDERS", SiteProviders)
 
 
 @lru_cache(maxsize=256)
