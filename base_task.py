@@ -18,8 +18,11 @@ Site steps subclass nothing: they declare ``Input`` on the decorator and call
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import as_completed
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import redis
@@ -28,7 +31,7 @@ from celery.utils.log import get_task_logger
 from kombu.exceptions import OperationalError
 from pydantic import BaseModel
 
-from chains.engine import Envelope, Publisher, Unit, by_depth, children
+from chains.engine import Envelope, Held, Publisher, Unit, by_depth, children, revived
 from chains.model import Chain
 from chains.outcomes import BatchOutcomes, chain_of, publish_again
 from exceptions import (
@@ -41,6 +44,7 @@ from exceptions import (
 )
 from external_interface import recrawl
 from external_interface.fetch import Request, Response
+from external_interface.ledger import Carry
 from external_interface.politeness import MustWait, acquire
 from external_interface.providers import BanRule
 from external_interface.providers.outfit import check_response
@@ -66,6 +70,24 @@ BuildRequest = Callable[[Any], Request]
 Parse = Callable[[Any, Response], Parsed]
 
 
+@dataclass
+class RunOn:
+    """How far a message may still run its list on itself (``Step.inline_next``): not
+    from a retry (its count of retries is not the next page's), and not past a quarter
+    of the soft time limit, so that the page in hand ends well before it."""
+
+    pages_left: int
+    until: float
+
+    @classmethod
+    def of(cls, chain: Chain, step: str, retries: int | None, soft_limit_s: float) -> RunOn:
+        pages = chain.steps[step].inline_next if not retries else 0
+        return cls(pages, time.monotonic() + soft_limit_s / 4)
+
+    def allows(self) -> bool:
+        return self.pages_left > 0 and time.monotonic() < self.until
+
+
 class CrawlTask(BatchOutcomes):
     """Base task of every site step; one instance serves a whole process."""
 
@@ -75,7 +97,7 @@ class CrawlTask(BatchOutcomes):
     ignore_result = True
     typing = False  # params are validated by ``Input``, not by the call signature
 
-    # -- hooks: override in a site's base class (fetch hooks run in pool threads) --
+    # -- hooks: override in a site's base class (before_request runs in pool threads) --
     def before_request(self, unit: UnitContext, request: Request) -> Signal:
         return Signal.CONTINUE
 
@@ -106,20 +128,84 @@ class CrawlTask(BatchOutcomes):
         if begun.state != "running":
             return {"ignored": len(units)}
         chain = chain_of(job_id)
-        batch = [Work(u, starts, first)
-                 for u, (finished, starts, first) in zip(units, begun.units, strict=True)
-                 if not finished]
-        if len(batch) > 1 and any(w.starts > 1 for w in batch):
-            return self._isolate(res, chain, envelope, batch)
+        carrier = units[0]["id"] if units else ""
+        if units and all(finished for finished, _, _ in begun.units):
+            envelope, units = self._resume(res, envelope, carrier)
+            if not units:
+                return {"ignored": len(begun.units)}
+            begun = res.ledger.begin(job_id, [u["id"] for u in units])
+        run_on = RunOn.of(chain, envelope["step"], self.request.retries,
+                          res.settings.task.soft_time_limit_s)
+        out: Counter[str] = Counter()
+        carrying = bool(run_on.pages_left) and begun.state == "running"
+        held = Held()
+        while begun.state == "running":
+            batch = [Work(u, starts, first)
+                     for u, (finished, starts, first) in zip(units, begun.units, strict=True)
+                     if not finished]
+            if len(batch) > 1 and any(w.starts > 1 for w in batch):
+                out.update(self._isolate(res, chain, envelope, batch))
+                break
+            held = self._run_batch(res, chain, envelope, batch, build_request, parse,
+                                   Held(waiting=held.waiting), run_on.allows())
+            try:
+                out.update(self._close(res, envelope, batch,
+                                       Carry(carrier, held.ids()) if carrying else None))
+            except BaseException:  # a retry ends the message: its list goes on in the queue
+                self._let_go(res, chain, envelope, held)
+                raise
+            if not held.pages:
+                break
+            run_on.pages_left -= 1
+            units = held.pages
+            begun = res.ledger.begin(job_id, [u["id"] for u in units])
+        return dict(out)
+
+    def _run_batch(self, res: Resources, chain: Chain, envelope: Envelope, batch: list[Work],
+                   build_request: BuildRequest, parse: Parse, held: Held,
+                   run_on: bool) -> Held:
+        """Every phase up to the close; returns what the message holds back to run on."""
         try:
             self._prepare(res, chain, envelope, batch, build_request)
             self._fetch_all(res, batch, parse)
-            self._save(res, job_id, batch)
-            self._spawn(res, chain, envelope, batch)
+            self._save(res, envelope["job"], batch)
+            self._spawn(res, chain, envelope, batch, held, run_on)
         except SoftTimeLimitExceeded:
             log.warning("soft time limit: %d units of %s go back to the queue",
                         sum(not w.ready for w in batch), self.name)
-        return self._close(res, envelope, batch)
+            self._let_go(res, chain, envelope, held)
+        return held
+
+    def _let_go(self, res: Resources, chain: Chain, envelope: Envelope, held: Held) -> None:
+        """Publish whatever the message held back: it will not run its list on."""
+        publisher = Publisher(res.app, res.ledger)
+        publisher.flush(chain, envelope["job"], held)
+        if held.pages:
+            publisher.publish(chain, envelope["job"], envelope["step"], held.pages,
+                              envelope["depth"])
+            held.pages = []
+
+    def _resume(self, res: Resources, envelope: Envelope,
+                carrier: str) -> tuple[Envelope, list[Unit]]:
+        """A message came back whose units are all finished: if it was running its list
+        on (its worker died), what it held that is still open goes on: its next pages
+        here, the children that waited for a full message to the queue."""
+        job_id = envelope["job"]
+        carried = res.ledger.carried(job_id, carrier).get(carrier, [])
+        found = [revived(p) for p in res.ledger.open_payloads(job_id, carried).values()]
+        if not found:
+            return envelope, []
+        log.warning("message of %s came back: going on with the %d units it held",
+                    self.name, len(found))
+        held, depth = Held(), envelope["depth"]
+        for step, at, unit in found:
+            if step == envelope["step"] and unit.get("page", 0) > 0:
+                held.pages.append(unit)
+                depth = at
+            else:
+                held.waiting.setdefault((step, at), []).append(unit)
+        Publisher(res.app, res.ledger).flush(chain_of(job_id), job_id, held)
+        return {"job": job_id, "step": envelope["step"], "depth": depth}, held.pages
 
     def _isolate(self, res: Resources, chain: Chain, envelope: Envelope,
                  batch: list[Work]) -> dict[str, int]:
@@ -163,26 +249,40 @@ class CrawlTask(BatchOutcomes):
                 w.end, w.ready = Done("skipped"), True
 
     def _fetch_all(self, res: Resources, batch: list[Work], parse: Parse) -> None:
-        """Fetch and parse the live units, concurrently when there are several."""
+        """Fetch the live units, concurrently when there are several, and parse each in
+        this thread as its response comes: pool threads only wait on sockets, so that
+        parsing does not hand the GIL between threads (lxml releases it in every call)."""
         live = [w for w in batch if w.live]
         if len(live) == 1:
-            self._fetch_one(res, live[0], parse)
+            self._parse_one(res, live[0], parse, self._fetch_one(res, live[0]))
         elif live:
-            list(unit_threads(res.settings.task.unit_threads).map(
-                lambda w: self._fetch_one(res, w, parse), live))
+            pool = unit_threads(res.settings.task.unit_threads)
+            fetches = {pool.submit(self._fetch_one, res, w): w for w in live}
+            for fetch in as_completed(fetches):
+                self._parse_one(res, fetches[fetch], parse, fetch.result())
 
-    def _fetch_one(self, res: Resources, w: Work, parse: Parse) -> None:
+    def _fetch_one(self, res: Resources, w: Work) -> Response | None:
+        """The unit's response; None when it has none to parse (``w`` says why)."""
         assert w.ctx is not None and w.request is not None
         try:
             self._obey("before_request", self.before_request(w.ctx, w.request))
-            response = self._polite_fetch(res, w)
-            if response is None:
-                return
-            self._obey("after_request", self.after_request(w.ctx, response))
-            started = time.monotonic()
-            w.parsed = site_code(parse, w.ctx.params, response)
-            w.parse_s = time.monotonic() - started
-            self._obey("before_save", self.before_save(w.ctx, w.parsed.items))
+            return self._polite_fetch(res, w)
+        except HookSignal:
+            w.end, w.ready = Done("skipped"), True
+        except CrawlError as exc:
+            w.error = exc
+        return None
+
+    def _parse_one(self, res: Resources, w: Work, parse: Parse,
+                   response: Response | None) -> None:
+        assert w.ctx is not None
+        try:
+            if response is not None:
+                self._obey("after_request", self.after_request(w.ctx, response))
+                started = time.monotonic()
+                w.parsed = site_code(parse, w.ctx.params, response)
+                w.parse_s = time.monotonic() - started
+                self._obey("before_save", self.before_save(w.ctx, w.parsed.items))
         except HookSignal:
             w.end, w.ready = Done("skipped"), True
         except CrawlError as exc:
@@ -278,9 +378,14 @@ class CrawlTask(BatchOutcomes):
         except CrawlError as exc:
             w.end, w.error = None, exc
 
-    def _spawn(self, res: Resources, chain: Chain, envelope: Envelope,
-               batch: list[Work]) -> None:
-        """Register every child of the batch in one call, then publish them by step."""
+    def _spawn(self, res: Resources, chain: Chain, envelope: Envelope, batch: list[Work],
+               held: Held | None = None, run_on: bool = False) -> None:
+        """Register every child of the batch in one call, then publish them by step.
+
+        With ``run_on``, the batch's new next pages go to ``held.pages`` to run inline
+        and children wait in ``held`` for full messages; once the list ends (no page
+        held), whatever waits is published.
+        """
         done = [w for w in batch if w.end is not None and w.end.outcome == "done"
                 and w.error is None and w.parsed is not None]
         publisher = Publisher(res.app, res.ledger)
@@ -294,7 +399,10 @@ class CrawlTask(BatchOutcomes):
                 for step, units in found.items():
                     kids.setdefault(step, {}).update((u["id"], u) for u in units)
             for depth, group in by_depth(envelope["step"], envelope["depth"], kids).items():
-                publisher.spawn(chain, envelope["job"], group, depth, rerun)
+                publisher.spawn(chain, envelope["job"], group, depth, rerun,
+                                held if run_on else None, envelope["step"])
+        if held is not None and not held.pages:
+            publisher.flush(chain, envelope["job"], held)
         for w in done:
             w.ready = True
 

@@ -4,6 +4,8 @@ Recrawl policies: the feed and the first page of every list change under the sam
 URL, so they are always fetched; profiles and articles are fetched again after a
 day, later pages of lists after an hour. A relaunch therefore fetches what may
 have changed and skips the rest (``skipped`` and ``unchanged`` in the summary).
+Lists (the feed, a user's statuses, an article's comments) run on in their message
+for up to ``LIST_RUN`` next pages (``Step.inline_next``).
 """
 
 from __future__ import annotations
@@ -13,19 +15,23 @@ from chains.schedule import Schedule
 from external_interface.dedup import RecrawlPolicy
 
 HOUR, DAY = 3600, 86_400
+LIST_RUN = 20  # next pages a message runs itself before handing a list back to the queue
 
 demo = Chain(
     name="demo",
     start="feed",
     steps={
-        "feed": Step(task="demo.h5.feed", priority=3, recrawl=RecrawlPolicy(volatile=True)),
+        "feed": Step(task="demo.h5.feed", priority=3, recrawl=RecrawlPolicy(volatile=True),
+                     inline_next=LIST_RUN),
         "user_info": Step(task="demo.h5.user_info", batch_size=5,
                           recrawl=RecrawlPolicy(ttl_s=DAY)),
         "user_statuses": Step(task="demo.h5.user_statuses", batch_size=5,
-                              recrawl=RecrawlPolicy(ttl_s=HOUR, first_page_volatile=True)),
+                              recrawl=RecrawlPolicy(ttl_s=HOUR, first_page_volatile=True),
+                              inline_next=LIST_RUN),
         "detail": Step(task="demo.app.detail", batch_size=10, recrawl=RecrawlPolicy(ttl_s=DAY)),
         "comment": Step(task="demo.common.comment", batch_size=10, priority=7,
-                        recrawl=RecrawlPolicy(ttl_s=HOUR, first_page_volatile=True)),
+                        recrawl=RecrawlPolicy(ttl_s=HOUR, first_page_volatile=True),
+                        inline_next=LIST_RUN),
     },
     links=[
         Link(src="feed", records="feed_entries", dst="user_info", map={"user_id": "author_id"}),

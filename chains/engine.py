@@ -13,6 +13,7 @@ import hashlib
 import json
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 from celery import Celery
@@ -107,6 +108,20 @@ def message_priority(broker_url: str, step: Step, depth: int) -> int:
     return level if broker_url.startswith(("amqp", "pyamqp")) else 9 - level
 
 
+@dataclass
+class Held:
+    """What a message that runs its list on holds unpublished (``Step.inline_next``):
+    its next pages, which it runs itself, and children that wait to fill a message of
+    their step's ``batch_size``. The ledger knows them all (``Ledger.carried``)."""
+
+    pages: list[Unit] = field(default_factory=list)
+    waiting: dict[tuple[str, int], list[Unit]] = field(default_factory=dict)
+
+    def ids(self) -> list[str]:
+        return [u["id"] for u in self.pages] + [
+            u["id"] for units in self.waiting.values() for u in units]
+
+
 class Publisher:
     """Registers units in the ledger, then publishes them in batches."""
 
@@ -139,21 +154,40 @@ class Publisher:
                                kwargsrepr="{}")  # Celery's saferepr of a batch costs more
 
     def spawn(self, chain: Chain, job_id: str, units_by_step: Mapping[str, list[Unit]],
-              depth: int, republish: bool = True) -> None:
+              depth: int, republish: bool = True, held: Held | None = None,
+              hold: str | None = None) -> None:
         """Register, then publish the children, skipping those past the chain's max depth.
 
         A parent on its first run publishes only the children new to the ledger: a
         child another parent already registered is on its way, and a second message
         would fetch it twice. A parent that runs again (it may have died between
         registering and publishing) passes ``republish`` and sends them all.
+
+        With ``held`` (a first run only), the new next pages of step ``hold`` go to
+        ``held.pages`` for the caller to run itself, and children are sent in full
+        messages only: the rest waits in ``held.waiting`` for the next page's.
         """
         if depth > chain.max_depth:
             return
         new = self.register(job_id, units_by_step, depth)
         for step, units in units_by_step.items():
             send = units if republish else [u for u in units if u["id"] in new]
+            if held is not None and not republish:
+                if step == hold:
+                    held.pages += [u for u in send if u.get("page", 0) > 0]
+                    send = [u for u in send if u.get("page", 0) == 0]
+                send = held.waiting.pop((step, depth), []) + send
+                size = chain.steps[step].batch_size
+                if rest := len(send) % size:
+                    send, held.waiting[(step, depth)] = send[:-rest], send[-rest:]
             if send:
                 self.publish(chain, job_id, step, send, depth)
+
+    def flush(self, chain: Chain, job_id: str, held: Held) -> None:
+        """Publish the children that wait for a full message: the list they came from ends."""
+        for (step, depth), units in held.waiting.items():
+            self.publish(chain, job_id, step, units, depth)
+        held.waiting.clear()
 
 
 def launch(chain: Chain, params: dict[str, Any], job_id: str | None = None,

@@ -36,6 +36,11 @@ class Step(BaseModel):
     queue: str | None = Field(None, description="Queue override; default: the task's site.")
     recrawl: RecrawlPolicy | None = Field(
         None, description="Skip units seen within the policy's TTL; None fetches every time.")
+    inline_next: int = Field(
+        0, ge=0, le=100_000, description="Next pages of this step that one message runs "
+        "itself, one after another, before it hands its list back to the queue; 0: every "
+        "next page is its own message. Saves a broker round trip and a message's CPU per "
+        "page of a long list.")
 
 
 class Link(BaseModel):

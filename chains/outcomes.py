@@ -22,7 +22,7 @@ from chains.engine import Envelope, Publisher, Unit
 from chains.model import Chain
 from exceptions import CrawlError, PermanentError, RateLimited, RotateError
 from external_interface import recrawl
-from external_interface.ledger import Failure, Finish
+from external_interface.ledger import Carry, Failure, Finish
 from external_interface.providers.task import close_batch, resource_counts, spend_rotations
 from external_interface.resources import current
 from monitor.metrics import Metrics, Tally
@@ -37,8 +37,10 @@ log = get_task_logger(__name__)
 class BatchOutcomes(Task):
     """The base task's close phase; needs the task's ``name``, ``request`` and ``retry``."""
 
-    def _close(self, res: Resources, envelope: Envelope, batch: list[Work]) -> dict[str, int]:
-        """Mark, finish and count the batch; retry what is left (raises Celery's Retry)."""
+    def _close(self, res: Resources, envelope: Envelope, batch: list[Work],
+               carry: Carry | None = None) -> dict[str, int]:
+        """Mark, finish and count the batch, recording what its message carries on to
+        (``Ledger.finish_many``); retry what is left (raises Celery's Retry)."""
         job_id, step = envelope["job"], envelope["step"]
         deferred = [w for w in batch if w.defer is not None]
         retry = [w for w in batch if not (w.ready and w.error is None) and w.defer is None
@@ -58,7 +60,8 @@ class BatchOutcomes(Task):
             job_id, ends + [self._failure(res, envelope, w) for w in failed],
             res.ledger.step_counts(step, {
                 "retried": len(retry), **spent,
-                "unchanged": sum(1 for w in finished if w.end is not None and w.end.unchanged)}))
+                "unchanged": sum(1 for w in finished if w.end is not None and w.end.unchanged)}),
+            carry)
         Metrics(res.redis).send(batch_tally(self.name, batch, ends, failed, retry, rotate),
                                 job_id)
         if deferred or rotate:

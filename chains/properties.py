@@ -19,6 +19,7 @@ from __future__ import annotations
 from chains.model import Chain, Link, Step
 
 MAX_DEPTH = 1_000_000  # one index page per level: the list's length is the depth
+INLINE_NEXT = 10_000  # a list runs on in one message (a quarter of the soft time limit caps it)
 
 
 def properties_chain(detail_batch: int = 50, name: str = "properties") -> Chain:
@@ -28,7 +29,7 @@ def properties_chain(detail_batch: int = 50, name: str = "properties") -> Chain:
         start="index",
         max_depth=MAX_DEPTH,
         steps={
-            "index": Step(task="properties.web.index", priority=7),
+            "index": Step(task="properties.web.index", priority=7, inline_next=INLINE_NEXT),
             "detail": Step(task="properties.web.detail", batch_size=detail_batch),
         },
         links=[Link(src="index", records="details", dst="detail",
@@ -39,7 +40,8 @@ def properties_chain(detail_batch: int = 50, name: str = "properties") -> Chain:
 def index_chain(name: str = "properties_index") -> Chain:
     """Index pages only, following ``next``: the latency-bound test."""
     return Chain(name=name, start="index", max_depth=MAX_DEPTH,
-                 steps={"index": Step(task="properties.web.index", priority=7)})
+                 steps={"index": Step(task="properties.web.index", priority=7,
+                                            inline_next=INLINE_NEXT)})
 
 
 def shard_starts(index_pages: int, shards: int) -> list[int]:

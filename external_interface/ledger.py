@@ -11,6 +11,9 @@ or failed for good. Three rules make that exact under at-least-once delivery:
 
 Until it finishes, a unit's message payload stays in the job's ``open`` hash, so a
 unit whose message the broker lost can be sent again (``external_interface.reviver``).
+A message that runs its list's next pages itself (``Step.inline_next``) records, in
+the job's ``carry`` hash, which units it carries now: in the same call that finishes
+the page before, so a redelivered carrier knows where its list stood.
 
 Every key of a job carries the hash tag ``{job_id}`` (see ``keys.job``).
 """
@@ -47,12 +50,16 @@ return new
 
 _FINISH = """
 local now, finished, pending = ARGV[1], 0, 0
-local first = 3 + 2 * tonumber(ARGV[2])
+local first = 5 + 2 * tonumber(ARGV[2])
 for i = first, #ARGV, 5 do
   if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return -1 end
 end
-for i = 3, first - 1, 2 do
+for i = 5, first - 1, 2 do
   redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
+end
+if ARGV[3] ~= '' then
+  if ARGV[4] ~= '' then redis.call('HSET', KEYS[8], ARGV[3], ARGV[4])
+  else redis.call('HDEL', KEYS[8], ARGV[3]) end
 end
 for i = first, #ARGV, 5 do
   local unit, step, outcome, items, failure = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
@@ -118,6 +125,14 @@ class Finish:
     outcome: Outcome
     items: int = 0
     failure: Failure | None = None
+
+
+@dataclass(frozen=True)
+class Carry:
+    """A message running its list on: the units it carries now, named by its first unit."""
+
+    carrier: str
+    units: list[str]
 
 
 @dataclass(frozen=True)
@@ -198,6 +213,22 @@ class Ledger:
         raw = self.redis.hgetall(keys.job(job_id, "open"))
         return {_text(k): _text(v) for k, v in raw.items()}
 
+    def carried(self, job_id: str, carrier: str | None = None) -> dict[str, list[str]]:
+        """Carrier unit id -> the units its message runs now (``Step.inline_next``);
+        only ``carrier``'s when given."""
+        where = keys.job(job_id, "carry")
+        if carrier is not None:
+            raw = self.redis.hget(where, carrier)
+            return {carrier: json.loads(raw)} if raw else {}
+        return {_text(k): json.loads(v) for k, v in self.redis.hgetall(where).items()}
+
+    def open_payloads(self, job_id: str, unit_ids: list[str]) -> dict[str, str]:
+        """The payloads of those of ``unit_ids`` that are open (registered, not finished)."""
+        if not unit_ids:
+            return {}
+        raw = self.redis.hmget(keys.job(job_id, "open"), unit_ids)
+        return {u: _text(p) for u, p in zip(unit_ids, raw, strict=True) if p is not None}
+
     def active_at(self, job_id: str) -> float:
         """When a unit of the job last began, ended an attempt or finished (else its creation)."""
         active, created = self.redis.hmget(keys.job(job_id, "meta"), ["active_at", "created_at"])
@@ -229,22 +260,29 @@ class Ledger:
         return self.finish_many(job_id, [Finish(unit_id, step, outcome, items, failure)]) == 1
 
     def finish_many(self, job_id: str, units: list[Finish],
-                    counts: Mapping[str, int] | None = None) -> int:
+                    counts: Mapping[str, int] | None = None,
+                    carry: Carry | None = None) -> int:
         """Finish several units in one atomic call; returns how many were not finished yet.
 
         ``counts`` (``step:field`` -> n: requests, retried, ...) are added in the same
         call, so a job never reads finished before its batch's statistics are in.
+        ``carry`` records which units the carrier message runs next (none: its list
+        ends here), before the units that led to them are finished.
         """
         added = {name: n for name, n in (counts or {}).items() if n}
-        if not units and not added:
+        if not units and not added and carry is None:
             return 0
-        argv: list[Any] = [time.time(), len(added), *(x for kv in added.items() for x in kv)]
+        carrier, carried = ("", "") if carry is None else (
+            carry.carrier, json.dumps(carry.units) if carry.units else "")
+        argv: list[Any] = [time.time(), len(added), carrier, carried,
+                           *(x for kv in added.items() for x in kv)]
         for f in units:
             failure = json.dumps(f.failure.__dict__) if f.failure else ""
             argv += [f.unit_id, f.step, f.outcome, f.items, failure]
         result = int(self._finish(
             keys=[keys.job(job_id, p) for p in
-                  ("units", "finished", "counts", "failed", "meta", "deliveries", "open")],
+                  ("units", "finished", "counts", "failed", "meta", "deliveries", "open",
+                   "carry")],
             args=argv,
         ))
         if result < 0:

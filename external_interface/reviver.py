@@ -7,7 +7,8 @@ after the pop reached its append-only file, loses that message for good
 server pops the next message as soon as the worker asks, while the worker is
 still busy. The ledger knows better than the broker: every unit a job registered
 keeps its message payload in the job's ``open`` hash until it finishes, so a unit
-is lost exactly when it is open and held by no queue and no unacked slot.
+is lost exactly when it is open and held by no queue and no unacked slot, nor
+carried by a message so held (a list run inline, ``Step.inline_next``).
 
 Only a stalled job is examined (no unit of it began, ended an attempt or finished
 for ``stall_s``): a job at work has units in those milliseconds-long windows (a
@@ -130,6 +131,8 @@ class Reviver:
         held = broker.held_units(job_id, (queue_of(s) for s in chain.steps.values()))
         if held is None:
             return 0
+        held |= {unit for carrier, units in self.ledger.carried(job_id).items()
+                 if carrier in held for unit in units}  # run inline by a held message
         lost = [revived(payload) for unit_id, payload in open_units.items()
                 if unit_id not in held]
         groups: dict[tuple[str, int], list[Unit]] = {}

@@ -1,4 +1,4 @@
-"""The base task's own rules: fan-out sources, poison units."""
+"""The base task's own rules: fan-out sources, poison units, fetch caps, lists run inline."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from base_task import Parsed
 from chains.demo import demo
 from chains.engine import unit_id
+from chains.model import Chain, Step
 from external_interface import keys
 from sandbox.cluster import running_cluster
 from sandbox.server import Faults
@@ -79,3 +80,26 @@ def test_a_worker_process_keeps_at_most_its_fetch_cap_in_flight(tmp_path: Path) 
         hits = cluster.sandbox.hits()
     assert status["state"] == "finished" and status["totals"]["failed"] == 0
     assert most_in_flight(hits) == 2  # batches of several units, never more than the cap
+
+
+@pytest.mark.integration
+def test_a_list_run_on_in_one_message_goes_on_from_its_page_after_the_worker_dies(
+        tmp_path: Path) -> None:
+    """The feed runs on in its message (``inline_next``); SIGKILL mid-list: the message
+    comes back once the broker's visibility timeout passes and goes on from the page it
+    held. The reviver sends nothing: the page was held by that unacked message."""
+    world = World(seed=3)
+    feed_run = Chain(name="feed-run", start="feed",
+                     steps={"feed": Step(task="demo.h5.feed", inline_next=100)})
+    with running_cluster(tmp_path, world, faults=Faults(latency_s=0.3)) as cluster:
+        job = cluster.launch(feed_run, page=1)
+        cluster.wait_for(lambda: job.status()["steps"].get("feed", {}).get("done", 0) >= 2,
+                         60, "two feed pages done")
+        cluster.kill_worker(cluster.workers[0])
+        cluster.start_worker()
+        status = job.wait(timeout=90)
+        stored = cluster.stored_keys()["feed_entries"]
+    feed = status["steps"]["feed"]
+    assert (status["state"], feed["done"], feed["failed"]) == ("finished", world.feed_pages(), 0)
+    assert (feed["items"], feed["revived"]) == (len(world.articles), 0)
+    assert sorted(stored) == sorted(world.articles)

@@ -1,6 +1,17 @@
 from __future__ import annotations
 
-from chains.engine import by_depth, children, make_unit, message_priority, unit_id
+from collections.abc import Iterable, Mapping
+
+from chains.engine import (
+    Held,
+    Publisher,
+    Unit,
+    by_depth,
+    children,
+    make_unit,
+    message_priority,
+    unit_id,
+)
 from chains.model import Chain, Link, Step
 
 CHAIN = Chain(
@@ -40,3 +51,39 @@ def test_a_next_page_keeps_its_lists_depth_and_a_linked_child_goes_deeper() -> N
     grouped = by_depth("list", 3, {s: {u["id"]: u for u in us} for s, us in kids.items()})
     assert [u["params"] for u in grouped[3]["list"]] == [{"page": 2}]
     assert [u["params"] for u in grouped[4]["item"]] == [{"item_id": "x"}]
+
+
+def test_a_message_running_its_list_on_holds_its_next_page_and_sends_only_full_messages(
+        ) -> None:
+    sent: list[tuple[str, list[str]]] = []
+
+    class Recording(Publisher):
+        """Registers nothing (every unit is new) and records what would be sent."""
+
+        def __init__(self) -> None:
+            pass
+
+        def register(self, job_id: str, units_by_step: Mapping[str, Iterable[Unit]],
+                     depth: int) -> set[str]:
+            return {u["id"] for units in units_by_step.values() for u in units}
+
+        def publish(self, chain: Chain, job_id: str, step: str, units: list[Unit],
+                    depth: int, countdown: float | None = None) -> None:
+            size = chain.steps[step].batch_size
+            sent.extend((step, [u["params"]["item_id"] for u in units[i:i + size]])
+                        for i in range(0, len(units), size))
+
+    chain = CHAIN.model_copy(update={"steps": {
+        "list": Step(task="s.p.list", inline_next=5),
+        "item": Step(task="s.p.item", batch_size=4)}})
+    publisher, held = Recording(), Held()
+    for page, ids in enumerate([["a", "b", "c"], ["d", "e", "f"]]):
+        kids = children(chain, "list", {"rows": [{"id": i} for i in ids]},
+                        next_page={"page": page + 2}, page=page)
+        publisher.spawn(chain, "j", {"list": kids["list"]}, 0, False, held, "list")
+        publisher.spawn(chain, "j", {"item": kids["item"]}, 1, False, held, "list")
+    assert [u["params"] for u in held.pages] == [{"page": 2}, {"page": 3}]
+    assert sent == [("item", ["a", "b", "c", "d"])]  # e, f wait for a full message
+    assert [u["params"]["item_id"] for u in held.waiting[("item", 1)]] == ["e", "f"]
+    publisher.flush(chain, "j", held)
+    assert sent[1:] == [("item", ["e", "f"])] and held.waiting == {}

@@ -7,7 +7,7 @@ import time
 import pytest
 import redis
 
-from external_interface.ledger import Failure, Finish, Ledger
+from external_interface.ledger import Carry, Failure, Finish, Ledger
 
 
 def new_job(r: redis.Redis, job_id: str = "j1") -> Ledger:
@@ -128,3 +128,17 @@ def test_beginning_a_unit_of_an_unknown_job_creates_nothing(redis_client: redis.
     begun = ledger.begin("ghost", ["u1"])
     assert begun.state is None and begun.units == [(False, 0, False)]
     assert redis_client.keys("cc:job:*") == []
+
+
+def test_what_a_message_carries_is_recorded_with_the_finish_and_dropped_when_its_list_ends(
+        redis_client: redis.Redis) -> None:
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("p1", "feed"), ("p2", "feed"), ("kid", "detail")],
+                    ["payload-p1", "payload-p2", "payload-kid"])
+    ledger.finish_many("j1", [Finish("p1", "feed", "done")], carry=Carry("p1", ["p2", "kid"]))
+    assert ledger.carried("j1") == {"p1": ["p2", "kid"]}
+    assert ledger.open_payloads("j1", ["p1", "p2", "kid"]) == {
+        "p2": "payload-p2", "kid": "payload-kid"}  # p1 finished: no longer open
+    ledger.finish_many("j1", [Finish("p2", "feed", "done")], carry=Carry("p1", []))
+    assert ledger.carried("j1") == {}
+    assert ledger.state("j1") == "running"  # kid is still to come

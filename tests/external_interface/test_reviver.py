@@ -13,7 +13,7 @@ from celery import Celery
 from chains.demo import demo
 from chains.engine import Publisher, make_unit
 from config import Settings
-from external_interface.ledger import Ledger
+from external_interface.ledger import Carry, Finish, Ledger
 from external_interface.reviver import Reviver, broker_view, sweep_once
 from sandbox.cluster import running_cluster
 from sandbox.world import World
@@ -73,6 +73,27 @@ def test_a_unit_delivered_and_not_yet_acked_is_not_sent_again(app: Celery,
         with broker_view(app) as view:
             assert view is not None
             assert Reviver(app, ledger, stall_s=0).sweep(view) == {}
+
+
+def test_units_a_held_message_carries_on_are_not_sent_again(app: Celery,
+                                                          redis_client: redis.Redis) -> None:
+    """A message running its list on holds its next page unpublished: while the message
+    itself is held (delivered, unacked), that page is not lost."""
+    ledger = Ledger(redis_client)
+    first, carried = lost_job(app, ledger, "carrier", pages=2)
+    Publisher(app, ledger).publish(demo, "carrier", "feed",
+                                   [make_unit("feed", {"page": 1})], depth=0)
+    ledger.finish_many("carrier", [Finish(first, "feed", "done")],
+                       carry=Carry(first, [carried]))
+    reviver = Reviver(app, ledger, stall_s=0)
+    with app.connection_for_read() as conn:
+        conn.SimpleQueue("demo", no_ack=False).get(timeout=5)  # delivered, unacked
+        with broker_view(app) as view:
+            assert view is not None
+            assert reviver.sweep(view) == {}
+            redis_client.delete("unacked")  # the carrier is gone for good: its page is lost
+            assert reviver.sweep(view) == {"carrier": 1}
+        assert queued_units(app, "carrier") == [carried]
 
 
 def test_a_job_at_work_is_left_alone(app: Celery, redis_client: redis.Redis) -> None:
