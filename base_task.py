@@ -11,6 +11,11 @@ unit's own order is always save -> children -> mark -> finish, so a crash at any
 point leaves it unfinished and it runs again. Units that hit a transient error are retried
 together with Celery's ``retry``, and only those.
 
+A step with ``inline_next`` runs its list on in the same message: the batch's next
+pages become the next batch, and children wait to fill a message of their step. What
+the message holds back is recorded with each finish, so a message that comes back
+after its worker died goes on from there (``_resume``).
+
 Site steps subclass nothing: they declare ``Input`` on the decorator and call
 ``self.crawl`` with their pure ``build_request`` and ``parse`` functions.
 """
