@@ -2,17 +2,19 @@
 
 Socket timeouts bound each ``recv``, not a whole exchange: a server dripping
 its status line and headers a byte every few seconds never trips them.
-``Deadline`` closes that gap without a thread or a system call per fetch: every
-socket the fetcher's pools open is a ``DeadlineSocket`` (a ``DeadlineSSLSocket``
-once TLS wraps it), which before each blocking call (``recv``, ``send``, the TLS
-handshake) lowers its timeout to the time left before the running fetch's
-deadline, and refuses once none is left. CPython bounds a whole ``sendall``, TLS
-handshake and TLS record read by the timeout they start with, so whatever phase
-is blocked (TLS handshake, a proxy's CONNECT, status line, headers, body) ends
-by the deadline; a connect gets the time left when it starts (urllib3 tries a
-name's addresses in turn, the guard's loop shortens each try). The running
-deadline is a context variable, so a kept-alive connection obeys whichever fetch
-is using it. Name resolution is the one step no socket bounds.
+``Deadline`` closes that gap without a thread per fetch: every socket the
+fetcher's pools open is a ``DeadlineSocket`` (a ``DeadlineSSLSocket`` once TLS
+wraps it), which before each blocking call (``recv``, ``send``, the TLS
+handshake) lowers its bound to the time left before the running fetch's
+deadline, and refuses once none is left. A plain socket stays blocking and the
+kernel holds the bound (``SO_RCVTIMEO``, ``SO_SNDTIMEO``; its ``sendall`` is a
+loop of bounded sends); CPython bounds a whole TLS handshake and TLS record read
+by the timeout they start with. So whatever phase is blocked (TLS handshake, a
+proxy's CONNECT, status line, headers, body) ends by the deadline; a connect
+gets the time left when it starts (urllib3 tries a name's addresses in turn, the
+guard's loop shortens each try). The running deadline is a context variable, so
+a kept-alive connection obeys whichever fetch is using it. Name resolution is the
+one step no socket bounds.
 
 A guarded connection resolves its host once, keeps only the addresses
 ``UrlGuard`` allows and connects to one of those, so the address checked is the
@@ -29,11 +31,13 @@ from __future__ import annotations
 import os
 import socket
 import ssl
+import struct
 import threading
 import time
+from collections.abc import Callable
 from contextvars import ContextVar, Token
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import certifi
@@ -85,27 +89,84 @@ class Deadline:
 
 def _shorten(sock: socket.socket, wanted: float | None) -> None:
     """Lower ``sock``'s timeout to the running deadline; TimeoutError once it has passed."""
+    socket.socket.settimeout(sock, _bound(wanted))
+
+
+def _bound(wanted: float | None) -> float | None:
+    """The smaller of ``wanted`` and the running deadline's time left (None: no bound);
+    TimeoutError once the deadline has passed."""
     deadline = _running.get()
     if deadline is None:
-        return
+        return wanted
     left = deadline.at - time.monotonic()
     if left <= 0:
         raise TimeoutError("fetch deadline passed")
-    socket.socket.settimeout(sock, left if wanted is None or left < wanted else wanted)
+    return left if wanted is None or left < wanted else wanted
+
+
+_TIMEVAL = struct.Struct("@ll")
+_T = TypeVar("_T")
 
 
 class DeadlineSocket(socket.socket):
-    """A socket whose blocking calls end by the running fetch's deadline.
+    """A plain socket whose blocking calls end by the running fetch's deadline.
 
-    ``wanted`` is the timeout urllib3 last asked for (connect or read timeout);
-    each call gets the smaller of it and the time left.
+    ``wanted`` is the timeout urllib3 last asked for (connect or read timeout); each
+    call gets the smaller of it and the time left. The socket stays in blocking mode
+    and the kernel enforces the bound (``SO_RCVTIMEO``/``SO_SNDTIMEO``): a Python
+    timeout would add a ``poll`` before every call, and with it one more hand-off of
+    the GIL between the threads that fetch.
     """
 
     wanted: float | None = None
 
     def settimeout(self, value: float | None) -> None:
         self.wanted = value
+        super().settimeout(None)
+
+    def gettimeout(self) -> float | None:
+        return self.wanted  # what a TLS wrap of this socket starts from
+
+    def _bounded(self, option: int, call: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+        bound = _bound(self.wanted)
+        micros = 0 if bound is None else max(1, int(bound * 1_000_000))  # 0 blocks forever
+        self.setsockopt(socket.SOL_SOCKET, option, _TIMEVAL.pack(*divmod(micros, 1_000_000)))
+        try:
+            return call(*args, **kwargs)
+        except BlockingIOError as exc:  # the kernel's bound ran out
+            raise TimeoutError("timed out") from exc
+
+    def recv_into(self, *args: Any, **kwargs: Any) -> int:
+        return self._bounded(socket.SO_RCVTIMEO, super().recv_into, *args, **kwargs)
+
+    def recv(self, *args: Any, **kwargs: Any) -> bytes:
+        return self._bounded(socket.SO_RCVTIMEO, super().recv, *args, **kwargs)
+
+    def send(self, *args: Any, **kwargs: Any) -> int:
+        return self._bounded(socket.SO_SNDTIMEO, super().send, *args, **kwargs)
+
+    def sendall(self, data: Any, flags: int = 0) -> None:
+        """``send`` until all is sent, each call bounded by the time left: the kernel's
+        bound covers one call, so a peer that reads slowly cannot stretch the whole."""
+        view = memoryview(data).cast("B")
+        while view:
+            view = view[self.send(view, flags):]
+
+
+class DeadlineSSLSocket(ssl.SSLSocket):
+    """The TLS form, made by the fetcher's SSL context. It keeps Python's timeouts
+    (a TLS record may need several reads), lowered to the time left before each call,
+    the handshake included."""
+
+    wanted: float | None = None
+
+    def settimeout(self, value: float | None) -> None:
+        self.wanted = value
         super().settimeout(value)
+
+    def do_handshake(self, *args: Any, **kwargs: Any) -> None:
+        _shorten(self, self.wanted)
+        super().do_handshake(*args, **kwargs)
 
     def recv_into(self, *args: Any, **kwargs: Any) -> int:
         _shorten(self, self.wanted)
@@ -122,14 +183,6 @@ class DeadlineSocket(socket.socket):
     def sendall(self, *args: Any, **kwargs: Any) -> None:
         _shorten(self, self.wanted)
         super().sendall(*args, **kwargs)
-
-
-class DeadlineSSLSocket(DeadlineSocket, ssl.SSLSocket):
-    """The TLS form, made by the fetcher's SSL context: the handshake obeys the deadline too."""
-
-    def do_handshake(self, *args: Any, **kwargs: Any) -> None:
-        _shorten(self, self.wanted)
-        super().do_handshake(*args, **kwargs)
 
 
 class TlsContext:
