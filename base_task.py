@@ -14,7 +14,7 @@ together with Celery's ``retry``, and only those.
 A step with ``inline_next`` runs its list on in the same message: the batch's next
 pages become the next batch, and children wait to fill a message of their step. What
 the message holds back is recorded with each finish, so a message that comes back
-after its worker died goes on from there (``_resume``).
+after its worker died goes on from there (``chains.list_run``).
 
 Site steps subclass nothing: they declare ``Input`` on the decorator and call
 ``self.crawl`` with their pure ``build_request`` and ``parse`` functions.
@@ -27,7 +27,6 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import as_completed
 from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import redis
@@ -36,7 +35,8 @@ from celery.utils.log import get_task_logger
 from kombu.exceptions import OperationalError
 from pydantic import BaseModel
 
-from chains.engine import Envelope, Held, Publisher, Unit, by_depth, children, revived
+from chains.engine import Envelope, Held, Publisher, Unit, by_depth, children
+from chains.list_run import RunOn, let_go, resume
 from chains.model import Chain
 from chains.outcomes import BatchOutcomes, chain_of, publish_again
 from exceptions import (
@@ -73,24 +73,6 @@ INFRASTRUCTURE_ERRORS = (redis.ConnectionError, redis.TimeoutError, OperationalE
 
 BuildRequest = Callable[[Any], Request]
 Parse = Callable[[Any, Response], Parsed]
-
-
-@dataclass
-class RunOn:
-    """How far a message may still run its list on itself (``Step.inline_next``): not
-    from a retry (its count of retries is not the next page's), and not past a quarter
-    of the soft time limit, so that the page in hand ends well before it."""
-
-    pages_left: int
-    until: float
-
-    @classmethod
-    def of(cls, chain: Chain, step: str, retries: int | None, soft_limit_s: float) -> RunOn:
-        pages = chain.steps[step].inline_next if not retries else 0
-        return cls(pages, time.monotonic() + soft_limit_s / 4)
-
-    def allows(self) -> bool:
-        return self.pages_left > 0 and time.monotonic() < self.until
 
 
 class CrawlTask(BatchOutcomes):
@@ -135,7 +117,7 @@ class CrawlTask(BatchOutcomes):
         chain = chain_of(job_id)
         carrier = units[0]["id"] if units else ""
         if units and all(finished for finished, _, _ in begun.units):
-            envelope, units = self._resume(res, envelope, carrier)
+            envelope, units = resume(res, chain, envelope, carrier)
             if not units:
                 return {"ignored": len(begun.units)}
             begun = res.ledger.begin(job_id, [u["id"] for u in units])
@@ -157,7 +139,7 @@ class CrawlTask(BatchOutcomes):
                 out.update(self._close(res, envelope, batch,
                                        Carry(carrier, held.ids()) if carrying else None))
             except BaseException:  # a retry ends the message: its list goes on in the queue
-                self._let_go(res, chain, envelope, held)
+                let_go(res, chain, envelope, held)
                 raise
             if not held.pages:
                 break
@@ -178,39 +160,8 @@ class CrawlTask(BatchOutcomes):
         except SoftTimeLimitExceeded:
             log.warning("soft time limit: %d units of %s go back to the queue",
                         sum(not w.ready for w in batch), self.name)
-            self._let_go(res, chain, envelope, held)
+            let_go(res, chain, envelope, held)
         return held
-
-    def _let_go(self, res: Resources, chain: Chain, envelope: Envelope, held: Held) -> None:
-        """Publish whatever the message held back: it will not run its list on."""
-        publisher = Publisher(res.app, res.ledger)
-        publisher.flush(chain, envelope["job"], held)
-        if held.pages:
-            publisher.publish(chain, envelope["job"], envelope["step"], held.pages,
-                              envelope["depth"])
-            held.pages = []
-
-    def _resume(self, res: Resources, envelope: Envelope,
-                carrier: str) -> tuple[Envelope, list[Unit]]:
-        """A message came back whose units are all finished: if it was running its list
-        on (its worker died), what it held that is still open goes on: its next pages
-        here, the children that waited for a full message to the queue."""
-        job_id = envelope["job"]
-        carried = res.ledger.carried(job_id, carrier).get(carrier, [])
-        found = [revived(p) for p in res.ledger.open_payloads(job_id, carried).values()]
-        if not found:
-            return envelope, []
-        log.warning("message of %s came back: going on with the %d units it held",
-                    self.name, len(found))
-        held, depth = Held(), envelope["depth"]
-        for step, at, unit in found:
-            if step == envelope["step"] and unit.get("page", 0) > 0:
-                held.pages.append(unit)
-                depth = at
-            else:
-                held.waiting.setdefault((step, at), []).append(unit)
-        Publisher(res.app, res.ledger).flush(chain_of(job_id), job_id, held)
-        return {"job": job_id, "step": envelope["step"], "depth": depth}, held.pages
 
     def _isolate(self, res: Resources, chain: Chain, envelope: Envelope,
                  batch: list[Work]) -> dict[str, int]:
@@ -384,7 +335,7 @@ class CrawlTask(BatchOutcomes):
             w.end, w.error = None, exc
 
     def _spawn(self, res: Resources, chain: Chain, envelope: Envelope, batch: list[Work],
-               held: Held | None = None, run_on: bool = False) -> None:
+               held: Held, run_on: bool) -> None:
         """Register every child of the batch in one call, then publish them by step.
 
         With ``run_on``, the batch's new next pages go to ``held.pages`` to run inline
@@ -406,7 +357,7 @@ class CrawlTask(BatchOutcomes):
             for depth, group in by_depth(envelope["step"], envelope["depth"], kids).items():
                 publisher.spawn(chain, envelope["job"], group, depth, rerun,
                                 held if run_on else None, envelope["step"])
-        if held is not None and not held.pages:
+        if not held.pages:
             publisher.flush(chain, envelope["job"], held)
         for w in done:
             w.ready = True

@@ -18,6 +18,10 @@ from collections.abc import Callable
 
 import pytest
 
+from config import FetchSettings
+from exceptions import CrawlError
+from external_interface.fetch import Fetcher, Request
+
 MB = 1024 * 1024
 Handler = Callable[[socket.socket, bytes], bool]
 
@@ -159,3 +163,27 @@ def endless(server: RawServer, path: str, headers: bytes, piece: bytes) -> Handl
             server.send(conn, path, piece)
         return False
     return handler
+
+
+def redirect(location: str, keep: bool = False) -> Handler:
+    """A 302 to ``location``, empty body."""
+    return fixed(response("302 Found", Location=location, Content_Length="0"), keep)
+
+
+# -- the fetcher the hostile-server tests use, and their deadline check ----------------
+DEADLINE_S = 1.5
+
+
+def hostile_fetcher(cap: int) -> Fetcher:
+    """A fetcher with a short deadline and a ``cap``-byte body limit."""
+    return Fetcher(FetchSettings(deadline_s=DEADLINE_S, connect_timeout_s=0.5, read_timeout_s=5,
+                                 max_body_bytes=cap, max_redirects=5))
+
+
+def fetch_fails(fetcher: Fetcher, request: Request, error: type[CrawlError]) -> CrawlError:
+    """Fetch, expecting ``error``, and prove the deadline held (with scheduling slack)."""
+    started = time.monotonic()
+    with pytest.raises(error) as caught:
+        fetcher.fetch(request)
+    assert time.monotonic() - started < DEADLINE_S + 1.0
+    return caught.value
