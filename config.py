@@ -14,10 +14,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from external_interface.politeness import Politeness
 from utils import envfile
 
 HOME = Path(__file__).resolve().parent
@@ -42,6 +41,32 @@ def cluster_env_file() -> Path | None:
 def embedded_socket() -> Path:
     """The unix socket of the embedded Redis that ``control.sh`` starts."""
     return _home() / "run" / "redis.sock"
+
+
+class Politeness(BaseModel):
+    """How hard one bucket may be hit, cluster-wide. ``None`` means no limit of that kind.
+
+    A cooldown set by ``penalize`` applies whatever the policy, even to a bucket
+    with neither limit. Every caller of a bucket should pass the same policy (a
+    site's knobs do); the one used last is what ``state`` and ``penalize`` see.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rate_per_s: float | None = Field(
+        default=None, gt=0, description="Requests per second, sustained, across the cluster."
+    )
+    burst: int = Field(
+        default=1, ge=1, description="Requests admitted at once after an idle spell."
+    )
+    max_concurrency: int | None = Field(
+        default=None, ge=1, description="Requests in flight at once, across the cluster."
+    )
+
+    @property
+    def interval_s(self) -> float:
+        """Seconds between two requests at the sustained rate; 0 without a rate."""
+        return 1.0 / self.rate_per_s if self.rate_per_s else 0.0
 
 
 class BrokerSettings(BaseSettings):
@@ -252,6 +277,7 @@ class Settings:
 
     def __init__(self) -> None:
         env = cluster_env_file()  # the environment wins over the file, as in control.sh
+        self.env_file = env  # sites' settings are read from it too, at each launch
         self.broker = BrokerSettings(_env_file=env)
         self.state = StateSettings(_env_file=env)
         self.revive = ReviveSettings(_env_file=env)

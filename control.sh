@@ -2,7 +2,7 @@
 # crawlchain control: setup / demo / test / start / stop / restart / status / logs.
 #
 #   ./control.sh demo [--json]              set up, start everything, run the demo chain, stop
-#   ./control.sh test [--slow|--all] [pytest args]
+#   ./control.sh test [--slow|--all] [pytest args]   (ruff, mypy --strict, lint-imports, pytest)
 #   ./control.sh start|stop|restart|status [redis|sandbox|worker|beat|flower|exporter|all]
 #                      [--queues q1,q2] [--concurrency N] [--name NAME]
 #   ./control.sh monitor [--once] [--json] [--interval S]
@@ -264,6 +264,7 @@ cmd_test() {
   if [[ "$marker" != "slow" ]]; then
     "$VENV/bin/ruff" check .
     "$VENV/bin/mypy" .
+    "$VENV/bin/lint-imports" --no-cache
   fi
   "$PY" -m pytest ${marker:+-m "$marker"} "$@"
 }

@@ -1,86 +1,94 @@
-"""The Celery app: config -> app, the task base, the site tasks, the signals.
+"""The Celery app: settings -> app, one task per declared step, beat's launches, signals.
 
     celery -A worker worker -Q demo --concurrency 2
 
-JSON only; late acks with requeue when a pool child dies (bounded by the ledger's
-poison count); prefetch 1; a Redis visibility timeout above every time limit and
-countdown; publishing that rides out a short broker blip; a reviver that sends again
-the units a stalled job registered but the broker lost. Task events are off, as in
-Celery: three broker messages per task that nobody reads, until Flower (which turns
-them on while it runs) is started.
+The app's options live in ``chains.broker`` (JSON only, late acks with requeue when a
+pool child dies, prefetch 1, a Redis visibility timeout above every time limit and
+countdown, publishing that rides out a short broker blip). Every step a site declares
+(``chains.runtime.registry``) becomes a ``base_task.CrawlTask`` under its name. Each
+worker also runs a reviver, which sends again the units a stalled job registered but
+the broker lost. Task events are off, as in Celery, until Flower turns them on.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import threading
 from typing import Any
 
-from celery import Celery
+from celery import Celery, bootsteps, shared_task
 from celery.signals import worker_process_init, worker_ready
+from celery.utils.log import get_logger
 
-from chains.schedule import beat_schedule, declared_schedules
+from base_task import CrawlTask, run_step
+from chains.broker.app import make_app as bare_app
+from chains.broker.dispatch import CeleryDispatch
+from chains.broker.options import broker_kind, declare_dead_letter
+from chains.broker.view import broker_view
+from chains.runtime import registry, session
+from chains.runtime.context import state_redis
+from chains.runtime.ledger import Ledger
+from chains.runtime.model import get_chain
+from chains.runtime.reviver import Reviver, sweep_once
+from chains.runtime.schedule import LAUNCH_TASK, beat_schedule, declared_schedules
 from config import Settings, get_settings
-from external_interface import resources
-from external_interface.reviver import ReviverStep
-from utils.brokers import broker_kind, broker_options, declare_dead_letter
+from external_interface.providers.refill import pool_is_low
 
-SITES = Path(__file__).resolve().parent / "sites"
-
-
-def site_task_modules() -> list[str]:
-    """Every step module under ``sites/<site>/<platform>/<step>.py``."""
-    return sorted(
-        ".".join(p.relative_to(SITES.parent).with_suffix("").parts)
-        for p in SITES.glob("*/*/*.py")
-        if p.name != "__init__.py"
-    )
-
-
-def work_queues() -> list[str]:
-    """One queue per site (``sites/<site>/``), and ``crawlchain`` for beat's launches."""
-    sites = sorted(p.name for p in SITES.iterdir() if p.is_dir() and p.name[0] not in "_.")
-    return [*sites, "crawlchain"]
-
-
-def route_by_site(name: str, args: Any, kwargs: Any, options: Any, **_: Any) -> dict[str, str]:
-    """One queue per site: ``demo.h5.feed`` goes to ``demo``."""
-    return {"queue": name.split(".", 1)[0]}
+log = get_logger(__name__)
 
 
 def make_app(settings: Settings) -> Celery:
-    task = settings.task
-    app = Celery("crawlchain", include=[*site_task_modules(), "chains.tasks"])
-    app.conf.update(
-        broker_url=settings.broker.broker_url,
-        task_serializer="json",
-        accept_content=["json"],
-        result_accept_content=["json"],
-        task_ignore_result=True,
-        task_acks_late=True,
-        task_reject_on_worker_lost=True,
-        task_soft_time_limit=task.soft_time_limit_s,
-        task_time_limit=task.time_limit_s,
-        task_routes=(route_by_site,),
-        task_default_queue="crawlchain",
-        worker_prefetch_multiplier=1,
-        task_send_sent_event=False,
-        broker_connection_retry_on_startup=True,
-        **broker_options(settings, work_queues()),  # Redis or RabbitMQ: utils/brokers.py
-        task_publish_retry=True,
-        task_publish_retry_policy={
-            "max_retries": settings.broker.publish_max_retries,
-            "interval_start": 0.2, "interval_step": 0.5, "interval_max": 3.0,
-        },
-        beat_schedule=beat_schedule(declared_schedules()),
-    )
-    app.steps["worker"].add(ReviverStep)  # units the broker lost are sent again
+    """The worker's app: the bare app, a task per step, beat's schedule, the reviver."""
+    app = bare_app(settings, registry.site_names())
+    for name in sorted(registry.steps()):
+        app.task(base=CrawlTask, bind=True, name=name)(run_step)
+    app.conf.beat_schedule = beat_schedule(declared_schedules())
+    app.steps["worker"].add(ReviverStep)
     return app
+
+
+@shared_task(name=LAUNCH_TASK, ignore_result=True)
+def launch_chain(name: str, params: dict[str, Any], when_low: str | None = None) -> str:
+    """What beat sends: launch a declared chain; returns the job id. With ``when_low``
+    ("cookie:demo"), only when that pool is low; "" when it was not."""
+    if when_low is not None:
+        kind, site = when_low.split(":", 1)
+        if not pool_is_low(session.current().providers, kind, site):
+            return ""
+    return get_chain(name).launch(**params).job_id
+
+
+class ReviverStep(bootsteps.StartStopStep):  # type: ignore[misc]
+    """Every worker looks for lost units in a thread of its main process; a lock in Redis
+    lets one worker of the cluster sweep per interval. The thread builds its own app and
+    clients: the pool children forked from this process never share a socket with it."""
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+        self._stopping = threading.Event()
+
+    def start(self, parent: Any) -> None:
+        threading.Thread(target=self._run, name="reviver", daemon=True).start()
+
+    def stop(self, parent: Any) -> None:
+        self._stopping.set()
+
+    def _run(self) -> None:
+        settings = get_settings()
+        app = bare_app(settings, registry.site_names())
+        interval = settings.revive.interval_s
+        reviver = Reviver(CeleryDispatch(app), Ledger(state_redis(settings.state.redis_url)),
+                          settings.revive.stall_s)
+        while not self._stopping.wait(interval):
+            try:
+                sweep_once(reviver, interval, lambda: broker_view(app))
+            except Exception:  # the broker or Redis is away: try again next time
+                log.exception("reviver: sweep failed")
 
 
 @worker_process_init.connect
 def _fresh_clients_in_child(**_: Any) -> None:
     """A forked pool child builds its own clients; it never reuses its parent's sockets."""
-    resources.reset()
+    session.reset()
 
 
 @worker_ready.connect

@@ -53,8 +53,8 @@ from bench.crawl_project import Cluster, Layout, RunResult
 from bench.proctree import Watch, cpu_between, wait_quiet
 from bench.properties import bench_dir, servers
 from bench.properties.gen_site import ensure_site, index_pages
-from chains.model import Chain
 from chains.properties import index_chain, properties_chain, shard_params
+from chains.runtime.model import Chain
 
 Runner = Callable[[Path], RunResult]
 FIGURES = ("pages_per_cpu_s", "pages_per_s")

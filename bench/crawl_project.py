@@ -26,11 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from celery import Celery
+
 from bench.proctree import Watch, cpu_between, machine_busy_s
-from chains.engine import launch_many
-from chains.model import Chain
-from external_interface.resources import Resources
-from sandbox.cluster import local_env, resources_for
+from chains.broker.dispatch import CeleryDispatch
+from chains.runtime.context import Runtime
+from chains.runtime.launch import launch_many
+from chains.runtime.model import Chain
+from sandbox.cluster import local_env, runtime_for
 from utils import embedded_redis
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,7 +114,7 @@ class Cluster:
             **(extra_env or {}),
         })
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self._resources: Resources | None = None
+        self._runtime: Runtime | None = None
 
     def start(self) -> Cluster:
         (self.workdir / "redis").mkdir(parents=True, exist_ok=True)
@@ -140,16 +143,23 @@ class Cluster:
             dead = [n for n, p in self.procs.items() if p.poll() is not None]
             if dead:
                 raise RuntimeError(f"{dead} exited during start-up; see {self.workdir}/*.log")
-            if len(self.resources.app.control.ping(timeout=0.5)) >= self.layout.workers:
+            if len(self.app.control.ping(timeout=0.5)) >= self.layout.workers:
                 return
         raise TimeoutError(f"workers did not answer a ping within {timeout}s")
 
     @property
-    def resources(self) -> Resources:
+    def app(self) -> Celery:
+        """The Celery app the launcher sends with (pings)."""
+        dispatch = self.runtime.dispatch
+        assert isinstance(dispatch, CeleryDispatch)
+        return dispatch.app
+
+    @property
+    def runtime(self) -> Runtime:
         """Clients built from the cluster's environment, as a launching shell would."""
-        if self._resources is None:
-            self._resources = resources_for(self.env)
-        return self._resources
+        if self._runtime is None:
+            self._runtime = runtime_for(self.env)
+        return self._runtime
 
     def stop(self) -> None:
         """Workers first (warm shutdown), then redis; KILL the group of any that lingers."""
@@ -163,9 +173,9 @@ class Cluster:
                 with suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-        if self._resources is not None:
-            self._resources.store.close()
-            self._resources.redis.close()
+        if self._runtime is not None:
+            self._runtime.store.close()
+            self._runtime.redis.close()
 
 
 def crawl(cluster: Cluster, chain: Chain, roots: list[dict[str, Any]], timeout: float,
@@ -174,13 +184,12 @@ def crawl(cluster: Cluster, chain: Chain, roots: list[dict[str, Any]], timeout: 
 
     ``export`` receives the stored items as JSON lines afterwards (outside the window).
     """
-    res = cluster.resources
-    res.app.loader.import_default_modules()
+    res = cluster.runtime
     roots_pids = {name: proc.pid for name, proc in cluster.procs.items()}
     with Watch(roots_pids) as watch:
         before, busy, started = watch.snapshot(), machine_busy_s(), time.monotonic()
         launch_cpu = time.thread_time()
-        jobs = [job.job_id for job in launch_many(chain, roots, resources=res)]
+        jobs = [job.job_id for job in launch_many(chain, roots, runtime=res)]
         launch_cpu = time.thread_time() - launch_cpu
         wait_finished(res, jobs, timeout)
         after, busy, window = watch.snapshot(), machine_busy_s() - busy, \
@@ -196,13 +205,13 @@ def crawl(cluster: Cluster, chain: Chain, roots: list[dict[str, Any]], timeout: 
         "window_own_cpu_s": round(cpu, 3)})
 
 
-def export_items(res: Resources, path: Path) -> None:
+def export_items(res: Runtime, path: Path) -> None:
     with path.open("w") as out:
         for record in res.store.read("properties"):
             out.write(json.dumps(record["data"]) + "\n")
 
 
-def wait_finished(res: Resources, jobs: list[str], timeout: float) -> None:
+def wait_finished(res: Runtime, jobs: list[str], timeout: float) -> None:
     """Poll one unfinished job at a time (the poll's Redis CPU stays negligible)."""
     deadline = time.monotonic() + timeout
     left = list(jobs)
@@ -215,7 +224,7 @@ def wait_finished(res: Resources, jobs: list[str], timeout: float) -> None:
         time.sleep(0.05)
 
 
-def summarize(res: Resources, chain: Chain, jobs: list[str], cpu_s: float, peak: float,
+def summarize(res: Runtime, chain: Chain, jobs: list[str], cpu_s: float, peak: float,
               extra: dict[str, Any]) -> RunResult:
     """Pages are units done (every fetched and parsed page); failures are reported."""
     metas = [res.ledger.meta(j) for j in jobs]

@@ -151,7 +151,7 @@ def pipelined(client: redis.Redis, command: str, key: str, members: Sequence[str
     """One command per member, in one pipeline."""
     pipe = client.pipeline(transaction=False)
     for member in members:
-        pipe.execute_command(command, key, member)
+        pipe.execute_command(command, key, member)  # type: ignore[no-untyped-call]
     return pipe.execute()
 
 

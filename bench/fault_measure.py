@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 import redis
 
-from chains.engine import unit_id
-from external_interface.ledger import Failure
+from chains.runtime.ledger import Failure
+from chains.runtime.units import unit_id
 from sandbox.cluster import Cluster
 from sandbox.server import Hit
 from sandbox.world import World, expected_keys
@@ -97,7 +97,7 @@ def units_finished(trial: Trial) -> int | None:
     if trial.job_id is None:
         return None
     try:
-        counts = trial.cluster.resources.ledger.counts(trial.job_id)
+        counts = trial.cluster.runtime.ledger.counts(trial.job_id)
     except redis.RedisError:
         return None
     return sum(s["done"] + s["skipped"] + s["failed"] for s in counts.values())
@@ -131,7 +131,7 @@ def job_state(trial: Trial) -> str | None:
     if trial.job_id is None:
         return None
     try:
-        return trial.cluster.resources.ledger.state(trial.job_id)
+        return trial.cluster.runtime.ledger.state(trial.job_id)
     except redis.RedisError:
         return None
 
@@ -207,13 +207,13 @@ def duplicate_executions(cluster: Cluster, exempt: set[str]) -> int:
 def _failures(trial: Trial) -> list[Failure]:
     if trial.job_id is None:
         return []
-    return trial.cluster.resources.ledger.failures(trial.job_id)
+    return trial.cluster.runtime.ledger.failures(trial.job_id)
 
 
 def _items_counted(trial: Trial) -> int:
     if trial.job_id is None:
         return 0
-    counts = trial.cluster.resources.ledger.counts(trial.job_id)
+    counts = trial.cluster.runtime.ledger.counts(trial.job_id)
     return sum(s["items"] for s in counts.values())
 
 
@@ -222,7 +222,7 @@ def _drain_s(trial: Trial, finished: bool) -> float:
     start = trial.fault_at or time.time()
     end = time.time()
     if finished and trial.job_id is not None:
-        meta = trial.cluster.resources.ledger.meta(trial.job_id)
+        meta = trial.cluster.runtime.ledger.meta(trial.job_id)
         end = float(meta.get("finished_at", end))
     return round(max(0.0, end - start), 2)
 

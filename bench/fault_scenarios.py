@@ -29,8 +29,8 @@ from bench.fault_measure import (
     user_info_unit,
 )
 from chains.demo import demo as declared_demo
-from chains.engine import launch
-from chains.model import Chain
+from chains.runtime.launch import launch
+from chains.runtime.model import Chain
 from external_interface import keys
 from sandbox.server import Faults, Hit, Site, url_key
 
@@ -171,7 +171,7 @@ def wait_for_registration(trial: Trial, timeout: float) -> bool:
     """Spin on the job's ``pending`` count until it rises: a parent has just registered
     children and is about to publish them (registration precedes publishing)."""
     assert trial.job_id is not None
-    client, counts = trial.cluster.resources.redis, keys.job(trial.job_id, "counts")
+    client, counts = trial.cluster.runtime.redis, keys.job(trial.job_id, "counts")
     last = int(client.hget(counts, "pending") or 0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -200,9 +200,10 @@ def start_without_broker(trial: Trial, workers: int) -> None:
 def _launch_noting_errors(trial: Trial) -> None:
     """Launch as a separate shell would: its own clients, built while the broker is away."""
     try:
-        resources = trial.cluster.build_resources()
+        resources = trial.cluster.build_runtime()
         try:
-            trial.job_id = launch(CHAIN, {"page": 1}, resources=resources).job_id
+            trial.job_id = launch(CHAIN, {"page": 1}, runtime=resources,
+                                  settings=trial.cluster.site_settings).job_id
         finally:
             resources.store.close()
     except Exception:
@@ -260,8 +261,8 @@ def kill_poison_every_time(trial: Trial) -> None:
     few times past the poison limit (a limit not enforced is reported, not looped on)."""
     [victim_url] = trial.exempt_urls
     [victim_unit] = trial.expected_failures
-    ledger = trial.cluster.resources.ledger
-    limit = trial.cluster.resources.settings.task.max_deliveries
+    ledger = trial.cluster.runtime.ledger
+    limit = trial.cluster.runtime.settings.task.max_deliveries
     killed: set[tuple[int, float]] = set()
     deadline = time.monotonic() + 120
     while len(killed) < limit + 3 and time.monotonic() < deadline:
@@ -318,7 +319,7 @@ def check_rate_limit(trial: Trial, result: RunResult) -> list[str]:
 def wait_cap(trial: Trial) -> float:
     """The longest a 429 may hold a URL back: the unit's retry backoff cap, or the site's
     cooldown cap if longer (the retried unit then waits for the cooldown to end)."""
-    settings = trial.cluster.resources.settings
+    settings = trial.cluster.runtime.settings
     return max(settings.task.backoff_max_s, settings.politeness.max_penalty_s)
 
 

@@ -34,7 +34,8 @@ from bench.properties.gen_site import ensure_site
 from bench.properties.pages import detail_name
 from bench.properties.servers import nginx
 from config import FetchSettings
-from external_interface.fetch import Fetcher, Request
+from external_interface.fetch import Fetcher
+from external_interface.http import Request
 
 MAX_PAGES = 100_000
 WARM_UP = 20

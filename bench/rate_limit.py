@@ -32,8 +32,10 @@ from typing import Any
 import redis
 
 from bench import report
+from config import Politeness
 from external_interface import keys
-from external_interface.politeness import MustWait, Politeness, acquire, limiter_from_redis
+from external_interface.politeness import MustWait, acquire
+from external_interface.politeness.factory import limiter_from_redis
 from utils.embedded_redis import scratch_server
 
 SPAWN = multiprocessing.get_context("spawn")

@@ -10,8 +10,8 @@ for up to ``LIST_RUN`` next pages (``Step.inline_next``).
 
 from __future__ import annotations
 
-from chains.model import Chain, Link, Step
-from chains.schedule import Schedule
+from chains.runtime.model import Chain, Link, Step
+from chains.runtime.schedule import Schedule
 from external_interface.dedup import RecrawlPolicy
 
 HOUR, DAY = 3600, 86_400

@@ -16,7 +16,7 @@ one starts (the index step's ``stop``), as Scrapy's dupefilter stops the book's
 
 from __future__ import annotations
 
-from chains.model import Chain, Link, Step
+from chains.runtime.model import Chain, Link, Step
 
 MAX_DEPTH = 1_000_000  # one index page per level: the list's length is the depth
 INLINE_NEXT = 10_000  # a list runs on in one message (a quarter of the soft time limit caps it)

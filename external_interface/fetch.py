@@ -10,7 +10,7 @@ with a hop cap, a scheme check and, with a ``UrlGuard``, the SSRF check on
 every hop; ``Authorization`` and ``Proxy-Authorization`` dropped when a redirect
 leaves the origin, cookies when it leaves the host.
 
-A request is exactly what ``Request`` says: ``params`` urlencoded onto the URL
+A request is exactly what ``http.Request`` says: ``params`` urlencoded onto the URL
 (after its own query), ``cookies`` as the Cookie header (an explicit Cookie
 header wins), credentials in the URL as Basic auth, the proxy from
 ``Request.proxy`` only. Nothing carries over from one fetch to the next but
@@ -24,12 +24,10 @@ log line or the ledger, and a cause whose text held one is not chained.
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import replace
 from http.client import HTTPException
-from typing import Any, NoReturn, cast
+from typing import NoReturn, cast
 from urllib.parse import SplitResult, unquote, urlencode, urlsplit
 
 import urllib3.exceptions
@@ -51,8 +49,9 @@ from exceptions import (
     UnsafeURL,
 )
 from external_interface.fetch_transport import Deadline, Transport
+from external_interface.http import Request, Response
 from external_interface.url_guard import UrlGuard
-from utils.decode import HtmlElement, XmlElement, decode_body, header_charset, parse_html, parse_xml
+from utils.decode import header_charset
 from utils.urls import UnsupportedURL, absolute_url, redact_text, redact_url
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
@@ -65,71 +64,6 @@ DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING.replace("
 _ORIGIN_HEADERS = frozenset({"authorization", "proxy-authorization"})
 _BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
 _NETWORK_ERRORS = (urllib3.exceptions.HTTPError, HTTPException, OSError)
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a step's ``build_request`` returns; providers transform it before the fetch.
-
-    ``accept_types``: media types the step can parse (``text/html``, ``text/*``,
-    ``application/*+json``). A 2xx response of another declared type is refused
-    once its headers arrive, unread; one with no Content-Type is let through.
-    Empty (the default) accepts anything.
-
-    ``meta``: values for the providers, never sent (like Scrapy's ``Request.meta``):
-    a login step puts the captcha image there for the captcha provider to solve.
-    """
-
-    url: str
-    method: str = "GET"
-    params: dict[str, str] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
-    cookies: dict[str, str] = field(default_factory=dict)
-    data: bytes | None = None
-    proxy: str | None = None
-    accept_types: tuple[str, ...] = ()
-    meta: dict[str, str] = field(default_factory=dict)
-
-    def with_headers(self, **headers: str) -> Request:
-        return replace(self, headers={**self.headers, **headers})
-
-
-@dataclass(frozen=True)
-class Response:
-    """A fully read, size-capped response. ``encoding`` is the charset the server
-    declared (None if it declared none); ``text`` decodes without trusting it blindly."""
-
-    url: str
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    encoding: str | None = None
-    elapsed_s: float = 0.0
-
-    def header(self, name: str) -> str | None:
-        """A header's value, whatever the case of its name."""
-        wanted = name.lower()
-        return next((v for k, v in self.headers.items() if k.lower() == wanted), None)
-
-    @property
-    def content_type(self) -> str:
-        """The media type, lower-case, without parameters ("" when absent)."""
-        return (self.header("content-type") or "").split(";")[0].strip().lower()
-
-    @cached_property
-    def text(self) -> str:
-        return decode_body(self.body, self.header("content-type"), declared=self.encoding).text
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    def html(self) -> HtmlElement:
-        """The page as an lxml tree (see ``utils.decode.parse_html``)."""
-        return parse_html(self.text, base_url=self.url)
-
-    def xml(self) -> XmlElement:
-        """The body as an XML tree, entities unexpanded (see ``utils.decode.parse_xml``)."""
-        return parse_xml(self.body, base_url=self.url)
 
 
 class Fetcher:
@@ -369,7 +303,7 @@ def raise_for_status(response: Response) -> None:
     url = redact_url(response.url)
     if status == 429:
         raise RateLimited("429 Too Many Requests", url=url, status=status,
-                          retry_after=parse_retry_after(response.header("Retry-After")))
+                          retry_after=parse_retry_after(response.headers.get("Retry-After")))
     if status >= 500:
         raise ServerError(f"{status} from server", url=url, status=status)
     if status == 401:

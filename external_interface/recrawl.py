@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urldefrag, urlencode
 
 from external_interface.dedup import DedupStore, RecrawlPolicy, Seen, content_hash
-from external_interface.fetch import Request
+from external_interface.http import Request
 from external_interface.storage import Item
 from utils.fingerprint import request_fingerprint
 

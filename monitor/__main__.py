@@ -38,8 +38,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    from chains.runtime.context import state_redis
     from config import get_settings
-    from external_interface.resources import state_redis
     from worker import make_app
 
     settings = get_settings()

@@ -194,8 +194,8 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
 
+    from chains.runtime.context import state_redis
     from config import get_settings
-    from external_interface.resources import state_redis
     from monitor.snapshot import jobs
 
     client = state_redis(get_settings().state.redis_url)

@@ -24,8 +24,8 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from chains.runtime.report import progress_bar, rate
 from monitor.alerts import Alert, Watcher
-from monitor.report import progress_bar, rate
 
 CORE_KEYS = frozenset({"taken_at", "jobs", "workers", "queues"})
 

@@ -29,8 +29,15 @@ import redis
 from celery import Celery
 from kombu.exceptions import OperationalError
 
-from external_interface.ledger import Ledger
-from monitor.metrics import Family, Metrics, MetricsData, histogram, histogram_tasks, task_labels
+from chains.runtime.ledger import Ledger
+from chains.runtime.metrics import (
+    Family,
+    Metrics,
+    MetricsData,
+    histogram,
+    histogram_tasks,
+    task_labels,
+)
 from monitor.snapshot import queue_depths, workers
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -242,8 +249,8 @@ def main(argv: list[str]) -> int:
                         help="also ask workers for their pools, waiting this long per scrape")
     args = parser.parse_args(argv)
 
+    from chains.runtime.context import state_redis
     from config import get_settings
-    from external_interface.resources import state_redis
     from worker import make_app
 
     settings = get_settings()

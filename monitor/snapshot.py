@@ -20,8 +20,8 @@ from typing import Any
 import redis
 from celery import Celery
 
-from chains.job import Job
-from external_interface.ledger import Ledger
+from chains.runtime.job import Job
+from chains.runtime.ledger import Ledger
 
 Section = Callable[[redis.Redis], dict[str, dict[str, Any]]]
 IGNORED_QUEUE_SUFFIXES = (".pidbox",)  # Celery's remote-control reply queues
@@ -35,7 +35,7 @@ def nothing_yet(_: redis.Redis) -> dict[str, dict[str, Any]]:
 
 def politeness(client: redis.Redis) -> dict[str, dict[str, Any]]:
     """Every politeness bucket's live state, as the limiter reports it."""
-    from external_interface.politeness import limiter_from_redis
+    from external_interface.politeness.factory import limiter_from_redis
 
     limiter = limiter_from_redis(client)
     return {bucket: limiter.state(bucket) for bucket in limiter.buckets()}

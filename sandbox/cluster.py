@@ -23,12 +23,15 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from celery import Celery
 
-from chains.engine import launch
-from chains.job import Job
-from chains.model import Chain
+from chains.broker.app import INTERRUPTS
+from chains.broker.dispatch import CeleryDispatch
+from chains.runtime.context import Runtime
+from chains.runtime.job import Job
+from chains.runtime.launch import launch
+from chains.runtime.model import Chain
 from config import Settings
-from external_interface.resources import Resources
 from sandbox.defences import Defences
 from sandbox.exits import Exits
 from sandbox.server import Faults, SandboxServer, Site
@@ -68,16 +71,22 @@ def local_env(workdir: Path, socket: Path, extra: dict[str, str]) -> dict[str, s
     }
 
 
-def resources_for(env: dict[str, str]) -> Resources:
-    """Clients built from ``env`` as a process started with it would build them."""
+def settings_for(env: dict[str, str]) -> Settings:
+    """Settings read from ``env`` as a process started with it would read them."""
     saved = dict(os.environ)
     os.environ.update(env)
     try:
-        settings = Settings()
+        return Settings()
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    return Resources.from_settings(settings, make_app(settings))
+
+
+def runtime_for(env: dict[str, str]) -> Runtime:
+    """Clients built from ``env`` as a process started with it would build them, sending
+    through the worker's Celery app."""
+    settings = settings_for(env)
+    return Runtime.from_settings(settings, CeleryDispatch(make_app(settings)), INTERRUPTS)
 
 
 class Cluster:
@@ -98,7 +107,7 @@ class Cluster:
         self.redis: subprocess.Popen[bytes] | None = None
         self.sandbox: SandboxServer | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
-        self._resources: Resources | None = None
+        self._runtime: Runtime | None = None
 
     # -- lifecycle --------------------------------------------------------------
     def start(self, workers: int = 1, concurrency: int = 2, redis: bool = True) -> Cluster:
@@ -174,8 +183,8 @@ class Cluster:
             self.sandbox.server_close()
         if self.exits is not None:
             self.exits.stop()
-        if self._resources:
-            self._resources.store.close()
+        if self._runtime:
+            self._runtime.store.close()
         if self.redis and self.redis.poll() is None:
             self.redis.terminate()
             self.redis.send_signal(signal.SIGCONT)  # a paused server must see its TERM
@@ -183,22 +192,35 @@ class Cluster:
 
     # -- the crawl side -----------------------------------------------------------
     @property
-    def resources(self) -> Resources:
+    def runtime(self) -> Runtime:
         """Clients built from the cluster's environment, as a launching shell would."""
-        if self._resources is None:
-            self._resources = self.build_resources()
-        return self._resources
+        if self._runtime is None:
+            self._runtime = self.build_runtime()
+        return self._runtime
 
-    def build_resources(self) -> Resources:
+    def build_runtime(self) -> Runtime:
         """A new set of those clients, not cached: for another thread (SQLite connections
         stay in the thread that opened them) or another launcher."""
-        return resources_for(self.env)
+        return runtime_for(self.env)
+
+    @property
+    def app(self) -> Celery:
+        """The Celery app the launcher sends with (control commands, inspection)."""
+        dispatch = self.runtime.dispatch
+        assert isinstance(dispatch, CeleryDispatch)
+        return dispatch.app
+
+    @property
+    def site_settings(self) -> dict[str, dict[str, Any]]:
+        """The demo site's settings for a job on this cluster: its sandbox's address."""
+        assert self.sandbox is not None
+        return {"demo": {"base_url": self.sandbox.base_url}}
 
     def launch(self, chain: Chain, **params: Any) -> Job:
-        return launch(chain, params, resources=self.resources)
+        return launch(chain, params, runtime=self.runtime, settings=self.site_settings)
 
     def stored_keys(self) -> dict[str, list[str]]:
-        store = self.resources.store
+        store = self.runtime.store
         return {c: [r["key"] for r in store.read(c)]
                 for c in ("feed_entries", "users", "statuses", "articles", "comments")}
 

@@ -1,4 +1,4 @@
-"""The base task's own rules: fan-out sources, poison units, fetch caps, lists run inline."""
+"""The task adapter on real workers: poison units, fetch caps, lists run inline."""
 
 from __future__ import annotations
 
@@ -10,23 +10,13 @@ from typing import Any
 import psutil
 import pytest
 
-from base_task import Parsed
 from chains.demo import demo
-from chains.engine import unit_id
-from chains.model import Chain, Step
+from chains.runtime.model import Chain, Step
+from chains.runtime.units import unit_id
 from external_interface import keys
 from sandbox.cluster import running_cluster
 from sandbox.server import Faults
 from sandbox.world import World
-from sites.demo.h5.feed import FeedEntry
-
-
-def test_items_and_follow_lists_are_both_fan_out_sources() -> None:
-    entry = FeedEntry(id="a1", title="t", author_id="u1", author_name="n")
-    parsed = Parsed(items=[entry], follow={"tags": [{"tag": "x"}]})
-    records = parsed.records()
-    assert records["feed_entries"] == [entry.model_dump()]
-    assert records["tags"] == [{"tag": "x"}]
 
 
 @pytest.mark.slow
@@ -42,7 +32,7 @@ def test_a_unit_whose_child_dies_every_time_ends_as_poison_and_the_job_finishes(
         deliveries = keys.job(job.job_id, "deliveries")
         kills, deadline = 0, time.monotonic() + 180
         while job.status()["state"] == "running" and time.monotonic() < deadline:
-            starts = int(cluster.resources.redis.hget(deliveries, victim_unit) or 0)
+            starts = int(cluster.runtime.redis.hget(deliveries, victim_unit) or 0)
             if starts > kills:  # the victim is being fetched: kill the child holding it
                 time.sleep(0.3)
                 for child in psutil.Process(cluster.workers[0].pid).children():

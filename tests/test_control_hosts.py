@@ -18,10 +18,10 @@ import psutil
 import pytest
 
 from chains.demo import demo as declared_demo
-from chains.engine import launch
-from chains.job import Job
-from external_interface.resources import Resources
-from sandbox.cluster import FAST_FAILURE_ENV, resources_for
+from chains.runtime.context import Runtime
+from chains.runtime.job import Job
+from chains.runtime.launch import launch
+from sandbox.cluster import FAST_FAILURE_ENV, runtime_for
 from sandbox.server import Faults, SandboxServer, Site
 from sandbox.world import Shape, World, expected_keys
 from tests.chains.recrawl_support import without_recrawl
@@ -140,10 +140,10 @@ def test_start_status_stop_across_hosts_runs_a_job_and_leaves_nothing_behind(
                            and int(r["bravo"][2]) >= 4)
     assert rows["alpha"][:2] == ["yes", "1"] and rows["alpha"][3] == "beat"
     assert rows["bravo"][:2] == ["yes", "2"] and rows["bravo"][3] == "-"
-    resources = resources_for(env)  # the launcher reads the same env file (config.py)
+    resources = runtime_for(env)  # the launcher reads the same env file (config.py)
     try:
-        assert_job_matches(launch(demo, {"page": 1}, resources=resources).wait(timeout=120),
-                           world)
+        job = launch(demo, {"page": 1}, runtime=resources)
+        assert_job_matches(job.wait(timeout=120), world)
     finally:
         resources.store.close()
     stopped = control(env, "--hosts", hosts, "stop")
@@ -249,7 +249,7 @@ def test_a_host_cut_off_mid_job_loses_nothing_its_units_finish_on_the_others(
     env = {**clean_env(), "CRAWLCHAIN_ENV_FILE": str(env_file),
            "CRAWLCHAIN_SSH": f"ip netns exec {{host}} env CRAWLCHAIN_HOME={tmp_path}/{{host}}"
            " sh -c"}
-    resources = resources_for(env)
+    resources = runtime_for(env)
     try:
         run_and_cut(lab, env, str(hosts), resources, world, tmp_path)
     finally:
@@ -261,7 +261,7 @@ def test_a_host_cut_off_mid_job_loses_nothing_its_units_finish_on_the_others(
         redis.wait(timeout=10)
 
 
-def run_and_cut(lab: Lab, env: dict[str, str], hosts: str, resources: Resources,
+def run_and_cut(lab: Lab, env: dict[str, str], hosts: str, resources: Runtime,
                 world: World, home: Path) -> None:
     """Start workers on every namespace, launch, cut the first host's link while it holds
     units, and check the job ends exactly, with those units done by the other hosts."""
@@ -270,7 +270,7 @@ def run_and_cut(lab: Lab, env: dict[str, str], hosts: str, resources: Resources,
     rows = wait_for_status(env, hosts, lambda r: all(int(r[h][2]) >= 3 for h in lab.hosts))
     assert all(rows[h][:2] == ["yes", "1"] for h in lab.hosts)
     victim, survivors = lab.hosts[0], lab.hosts[1:]
-    job = launch(demo, {"page": 1}, resources=resources)
+    job = launch(demo, {"page": 1}, runtime=resources)
     in_flight = wait_until_holding(home / victim, job, timeout=60)
     lab.cut(victim)
     cut_at = time.monotonic()

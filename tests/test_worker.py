@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from chains.broker.app import route_by_site
 from chains.demo import demo
+from chains.runtime.registry import steps
 from config import Settings
 from sandbox.cluster import running_cluster
 from sandbox.world import World
-from worker import make_app, route_by_site, site_task_modules
+from worker import make_app
 
 
 def test_json_only_no_pickle_anywhere() -> None:
@@ -45,8 +47,9 @@ def test_publishing_rides_out_a_broker_blip() -> None:
     assert conf.broker_connection_retry_on_startup
 
 
-def test_site_steps_are_included_and_routed_to_their_sites_queue() -> None:
-    assert "sites.demo.h5.feed" in site_task_modules()
+def test_every_declared_step_is_a_task_routed_to_its_sites_queue() -> None:
+    tasks = make_app(Settings()).tasks
+    assert "demo.h5.feed" in steps() and set(steps()) <= set(tasks)
     assert route_by_site("demo.app.detail", (), {}, {}) == {"queue": "demo"}
 
 
@@ -54,10 +57,10 @@ def test_site_steps_are_included_and_routed_to_their_sites_queue() -> None:
 def test_a_pickled_message_is_refused_and_the_worker_goes_on(tmp_path: Path) -> None:
     world = World(seed=3)
     with running_cluster(tmp_path, world) as cluster:
-        res = cluster.resources
+        res = cluster.runtime
         res.ledger.create_job("pickled", demo.model_dump(mode="json"), {})
         res.ledger.register("pickled", [("u1", "feed")])
-        res.app.send_task("demo.h5.feed", queue="demo", serializer="pickle", args=[
+        cluster.app.send_task("demo.h5.feed", queue="demo", serializer="pickle", args=[
             {"job": "pickled", "step": "feed", "depth": 0},
             [{"id": "u1", "params": {"page": 1}, "page": 0}]])
         status = cluster.launch(demo, page=1).wait(timeout=120)

@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Literal, NamedTuple, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    import redis
 
 Decision = Literal["fetch", "skip"]
 
@@ -100,18 +97,3 @@ def content_hash(data: bytes | str) -> int:
     """A 64-bit hash of a page's meaningful content; stores keep its low bits."""
     raw = data.encode() if isinstance(data, str) else data
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "big")
-
-
-def dedup_from_settings(
-    redis_client: redis.Redis, namespace: str, expected_entries: int, stamp_unit_s: int = 3600
-) -> DedupStore:
-    """The Redis bucket store for ``namespace``, sized once for ``expected_entries``.
-
-    ``stamp_unit_s`` is the time resolution: an hour keeps ages exact for 7.4
-    years; a second, for tests with TTLs of seconds, for 18 hours. The first
-    call for a namespace fixes its layout in Redis; later calls reuse it
-    whatever they pass, so workers never disagree on where a key lives.
-    """
-    from external_interface.dedup.redis_buckets import RedisBucketStore
-
-    return RedisBucketStore.from_settings(redis_client, namespace, expected_entries, stamp_unit_s)

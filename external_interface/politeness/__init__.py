@@ -26,42 +26,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
-
-if TYPE_CHECKING:
-    import redis
+from config import Politeness
 
 WaitReason = Literal["cooldown", "concurrency", "rate"]
 
 DEFAULT_MAX_WAIT_S = 300.0  # a third of the default 900 s visibility timeout
-
-
-class Politeness(BaseModel):
-    """How hard one bucket may be hit, cluster-wide. ``None`` means no limit of that kind.
-
-    A cooldown set by ``penalize`` applies whatever the policy, even to a bucket
-    with neither limit. Every caller of a bucket should pass the same policy (a
-    site's knobs do); the one used last is what ``state`` and ``penalize`` see.
-    """
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    rate_per_s: float | None = Field(
-        default=None, gt=0, description="Requests per second, sustained, across the cluster."
-    )
-    burst: int = Field(
-        default=1, ge=1, description="Requests admitted at once after an idle spell."
-    )
-    max_concurrency: int | None = Field(
-        default=None, ge=1, description="Requests in flight at once, across the cluster."
-    )
-
-    @property
-    def interval_s(self) -> float:
-        """Seconds between two requests at the sustained rate; 0 without a rate."""
-        return 1.0 / self.rate_per_s if self.rate_per_s else 0.0
 
 
 @dataclass(frozen=True)
@@ -172,20 +143,3 @@ def _may_sleep(wait: float, slept: float, budget: float, deadline: float | None)
     if slept + wait > budget:
         return False
     return deadline is None or time.monotonic() + wait <= deadline
-
-
-def limiter_from_redis(client: redis.Redis, lease_ttl_s: float = 60.0,
-                       max_penalty_s: float = 60.0, default_penalty_s: float = 5.0,
-                       jitter_s: float = 0.01) -> Limiter:
-    """The Redis limiter on ``client`` (the state plane).
-
-    ``lease_ttl_s`` must exceed the longest fetch (a lease outliving no fetch
-    would let the cap be exceeded); it is also how long a killed worker's slot
-    stays taken. ``max_penalty_s`` caps any cooldown, ``default_penalty_s`` is a
-    429's cooldown without a Retry-After. ``jitter_s`` is how late a caller may
-    come back without the bucket losing rate (see ``redis_gcra``); 0 is strict.
-    """
-    from external_interface.politeness.redis_gcra import RedisLimiter
-
-    return RedisLimiter(client, lease_ttl_s=lease_ttl_s, max_penalty_s=max_penalty_s,
-                        default_penalty_s=default_penalty_s, jitter_s=jitter_s)

@@ -44,9 +44,10 @@ from typing import Any, cast
 
 import redis
 
+from config import Politeness
 from external_interface import keys
 from external_interface.lua import CLOCK, US
-from external_interface.politeness import Grant, Politeness, Wait, WaitReason
+from external_interface.politeness import Grant, Wait, WaitReason
 
 STATE_TTL_S = 86_400  # an idle bucket's state hash and index entry go after a day
 INDEX_EVERY_S = 60.0  # how often one process refreshes a bucket's index entry

@@ -27,9 +27,11 @@ from exceptions import (
     SessionExpired,
 )
 from external_interface.captcha import IMAGE_META, CaptchaUnsolved, Challenge
-from external_interface.fetch import Request, Response, raise_for_status
+from external_interface.fetch import raise_for_status
+from external_interface.http import Request, Response
 from external_interface.pool import Empty, Verdict
-from external_interface.providers import BanRule, Gear, Kind, Providers
+from external_interface.providers.bundle import Providers
+from external_interface.providers.declare import BanRule, Gear, Kind
 
 SCAN_BYTES = 64 * 1024  # ban markers are looked for in the first bytes of a body
 

@@ -8,15 +8,14 @@ waits (the unit is deferred). The lock expires after ``lock_s`` in case a refill
 job dies, and is released as soon as a refill delivers (``release``).
 
 Each launch carries ``turn`` (which account logs in: ``turn`` modulo the site's
-accounts) and ``requested_by`` (the job and step that ran dry): the refill job
-credits that job with what it spent (requests, bans, rotations, captchas) and the
+accounts) and ``requested_by`` (the job and step that ran dry): the runtime credits
+that job with what the refill job spent (requests, bans, rotations, captchas) and the
 sessions it delivered, so the crawl's own summary says what its sessions cost
 (``cookie_refreshes``, ``captcha_solves``).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -29,9 +28,9 @@ from external_interface.storage import Item
 if TYPE_CHECKING:
     import redis
 
-    from external_interface.ledger import Ledger
     from external_interface.pool import PoolStats
-    from external_interface.providers import Providers, Refill
+    from external_interface.providers.bundle import Providers
+    from external_interface.providers.declare import Refill
 
 
 class SessionItem(Item):
@@ -98,20 +97,6 @@ class Refills:
         with self._mutex:
             self._turns[key] = self._turns.get(key, 0) + n
             return self._turns[key]
-
-
-def requester(ledger: Ledger, job_id: str) -> dict[str, str] | None:
-    """The job and step a refill job was launched for (its launch params say)."""
-    raw = ledger.meta(job_id).get("params")
-    wanted = json.loads(raw).get("requested_by") if raw else None
-    return wanted if isinstance(wanted, dict) and {"job", "step"} <= set(wanted) else None
-
-
-def credit(ledger: Ledger, job_id: str, counts: dict[str, int]) -> None:
-    """Count a refill's work in the job that asked for it, on the step that ran dry."""
-    asked = requester(ledger, job_id)
-    if asked is not None:
-        ledger.count_many(asked["job"], asked["step"], counts)
 
 
 def pool_is_low(p: Providers, kind: str, site: str) -> bool:

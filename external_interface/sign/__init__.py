@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from external_interface.fetch import Request
+from external_interface.http import Request
 
 
 @runtime_checkable

@@ -14,12 +14,25 @@ from pydantic import BaseModel, ConfigDict
 
 
 class Item(BaseModel):
-    """An Output model: names its collection and the fields that make its key."""
+    """A stored record: names its collection and the fields that make its key.
+
+        class Post(Item, collection="posts", key="id"):
+            id: str
+            title: str
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     collection: ClassVar[str]
     key_fields: ClassVar[tuple[str, ...]]
+
+    def __init_subclass__(cls, *, collection: str | None = None,
+                          key: str | tuple[str, ...] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if collection is not None:
+            cls.collection = collection
+        if key is not None:
+            cls.key_fields = (key,) if isinstance(key, str) else tuple(key)
 
     def item_key(self) -> str:
         """The natural key, stable across runs: the key fields joined by ``|``."""
@@ -53,32 +66,3 @@ class ItemStore(Protocol):
     def close(self) -> None:
         """Release connections and files."""
         ...
-
-
-def store_from_url(url: str) -> ItemStore:
-    """Build the backend named by the URL's scheme; drivers are imported only when chosen.
-
-    ``sqlite:///path.db`` (default), ``jsonl:///directory``, ``http(s)://sink/endpoint``,
-    ``mongodb://host/database`` (needs the ``mongo`` extra).
-    """
-    scheme = url.split(":", 1)[0].lower()
-    if scheme == "sqlite":
-        from external_interface.storage.sqlite import SQLiteStore
-
-        return SQLiteStore.from_url(url)
-    if scheme == "jsonl":
-        from external_interface.storage.jsonl import JsonlStore
-
-        return JsonlStore.from_url(url)
-    if scheme in ("http", "https"):
-        from external_interface.storage.http_sink import HttpSinkStore
-
-        return HttpSinkStore.from_url(url)
-    if scheme in ("mongodb", "mongodb+srv"):
-        from external_interface.storage.mongo import MongoStore
-
-        return MongoStore.from_url(url)
-    raise ValueError(
-        f"STORAGE_URL: unknown scheme {scheme!r} in {url!r} "
-        "(known: sqlite, jsonl, http, https, mongodb, mongodb+srv)"
-    )

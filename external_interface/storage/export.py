@@ -32,7 +32,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from external_interface.storage import ItemStore, store_from_url
+from external_interface.storage import ItemStore
+from external_interface.storage.factory import store_from_url
 from external_interface.storage.jsonl import fold_records
 
 META_COLUMNS = ("_key", "_job_id", "_first_seen", "_last_seen")

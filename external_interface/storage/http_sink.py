@@ -162,7 +162,7 @@ class HttpSinkStore:
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff with jitter, at least the sink's ``Retry-After``; capped."""
         backoff = self.backoff_s * 2 ** (attempt - 1) * random.uniform(0.5, 1.0)
-        return min(self.backoff_max_s, max(backoff, retry_after or 0.0))
+        return float(min(self.backoff_max_s, max(backoff, retry_after or 0.0)))
 
     def _records(self, collection: str) -> list[dict[str, Any]]:
         """The optional read endpoint; see the module docstring for its contract."""

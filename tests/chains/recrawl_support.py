@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from chains.model import Chain
+from chains.runtime.model import Chain
 from external_interface.dedup import RecrawlPolicy
 
 

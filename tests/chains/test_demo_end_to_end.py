@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from chains.demo import demo as declared_demo
-from chains.engine import Publisher, make_unit
-from chains.model import Chain, Link, Step
+from chains.runtime.dispatch import Publisher
+from chains.runtime.model import Chain, Link, Step
+from chains.runtime.units import make_unit
 from sandbox.cluster import Cluster, running_cluster
 from sandbox.server import Faults
 from sandbox.world import Shape, World, expected_keys
@@ -57,14 +58,14 @@ def test_fan_out_job_of_over_a_thousand_units_finishes_with_the_sandbox_graph(
 
 def test_unit_delivered_twice_is_counted_once(cluster: Cluster) -> None:
     small = World(seed=11, shape=Shape(users=80, articles=500, reposts=150))
-    res = cluster.resources
+    res = cluster.runtime
     job_id = "twice-" + random.randbytes(4).hex()
     res.ledger.create_job(job_id, demo.model_dump(mode="json"), {"page": 1})
-    publisher = Publisher(res.app, res.ledger)
+    publisher = Publisher(res.dispatch, res.ledger)
     root = make_unit("feed", {"page": 1})
     publisher.spawn(demo, job_id, {"feed": [root]}, depth=0)
     publisher.publish(demo, job_id, "feed", [root], depth=0)  # the same message again
-    from chains.job import Job
+    from chains.runtime.job import Job
 
     status = Job(job_id, res.ledger).wait(timeout=240)
     assert_matches_world(status, small)
@@ -173,10 +174,11 @@ def test_a_unit_outside_the_allowed_domains_fails_off_site_without_a_fetch(
 
 
 def test_a_sharded_start_launches_one_job_per_shard_at_once(cluster: Cluster) -> None:
-    from chains.engine import launch_many
+    from chains.runtime.launch import launch_many
 
     feed_only = Chain(name="feed-pages", start="feed", steps={"feed": Step(task="demo.h5.feed")})
-    jobs = launch_many(feed_only, [{"page": 1}, {"page": 3}], resources=cluster.resources)
+    jobs = launch_many(feed_only, [{"page": 1}, {"page": 3}], runtime=cluster.runtime,
+                       settings=cluster.site_settings)
     statuses = [job.wait(timeout=60) for job in jobs]
     pages = BIG.feed_pages()
     assert [s["state"] for s in statuses] == ["finished", "finished"]

@@ -28,7 +28,7 @@ def test_demo_chain_finishes_with_the_sandbox_graph_on_rabbitmq(
     world = World(seed=3)
     env = {"CELERY_BROKER_URL": amqp_url, "CELERY_QUEUE_TYPE": queue_type}
     with running_cluster(tmp_path, world, extra_env=env) as cluster:
-        assert cluster.resources.app.conf.broker_url.startswith("amqp://")
+        assert cluster.app.conf.broker_url.startswith("amqp://")
         status = cluster.launch(demo, page=1).wait(timeout=180)
         assert_matches_world(status, world)
         assert_items_stored_once(cluster, world)

@@ -20,7 +20,8 @@ import pytest
 
 from config import FetchSettings
 from exceptions import CrawlError
-from external_interface.fetch import Fetcher, Request
+from external_interface.fetch import Fetcher
+from external_interface.http import Request
 
 MB = 1024 * 1024
 Handler = Callable[[socket.socket, bytes], bool]
@@ -119,8 +120,8 @@ def compressed(encoding: str, size: int = 64 * MB) -> bytes:
     if encoding == "br":
         brotli = pytest.importorskip("brotli")
         compressor = brotli.Compressor(quality=5)
-        return b"".join(compressor.process(bytes(MB)) for _ in range(size // MB)) + \
-            compressor.finish()
+        chunks: list[bytes] = [compressor.process(bytes(MB)) for _ in range(size // MB)]
+        return b"".join(chunks) + bytes(compressor.finish())
     wbits = {"gzip": 31, "deflate": 15, "deflate-raw": -15}[encoding]
     zc = zlib.compressobj(6, zlib.DEFLATED, wbits)
     return b"".join(zc.compress(bytes(MB)) for _ in range(size // MB)) + zc.flush()

@@ -6,7 +6,7 @@ import gzip
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -21,7 +21,8 @@ from exceptions import (
     ServerError,
     SessionExpired,
 )
-from external_interface.fetch import Fetcher, Request, parse_retry_after
+from external_interface.fetch import Fetcher, parse_retry_after
+from external_interface.http import Request
 from tests.external_interface.raw_server import RawServer, fixed, response
 
 BOMB = gzip.compress(b"\0" * (64 * 1024 * 1024))
@@ -44,7 +45,7 @@ class Hostile(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
-        routes = {
+        routes: dict[str, Callable[[], None]] = {
             "/ok": lambda: self.reply(200, b"hello"),
             "/drip": self.drip,
             "/bomb": lambda: self.reply(200, BOMB, Content_Encoding="gzip"),

@@ -12,7 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from exceptions import ResponseRejected
-from external_interface.fetch import Fetcher, Request
+from external_interface.fetch import Fetcher
+from external_interface.http import Request
 from tests.external_interface.raw_server import (
     MB,
     Handler,

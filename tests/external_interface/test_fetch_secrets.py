@@ -18,7 +18,8 @@ import pytest
 
 from config import FetchSettings
 from exceptions import CrawlError
-from external_interface.fetch import Fetcher, Request
+from external_interface.fetch import Fetcher
+from external_interface.http import Request
 from tests.external_interface.raw_server import RawServer, fixed, response, then_silent
 
 SECRET = "s3cret-pw"

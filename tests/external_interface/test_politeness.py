@@ -12,15 +12,9 @@ from typing import Any
 import pytest
 import redis
 
-from external_interface.politeness import (
-    Grant,
-    Limiter,
-    MustWait,
-    Politeness,
-    Wait,
-    acquire,
-    limiter_from_redis,
-)
+from config import Politeness
+from external_interface.politeness import Grant, Limiter, MustWait, Wait, acquire
+from external_interface.politeness.factory import limiter_from_redis
 
 FORK = multiprocessing.get_context("fork")
 T0 = 1_000_000.0  # a fixed "now" for the deterministic GCRA tests
@@ -175,7 +169,7 @@ def most_at_once(intervals: list[tuple[float, float]]) -> int:
 
 def test_concurrency_cap_holds_across_processes(redis_client: redis.Redis) -> None:
     run_children(_hold_slots, redis_client, 1.5, count=4)
-    raw = [item.decode().split(":") for item in redis_client.lrange("holds", 0, -1)]
+    raw = [os.fsdecode(item).split(":") for item in redis_client.lrange("holds", 0, -1)]
     intervals = [(float(s), float(e)) for s, e in raw]
     assert most_at_once(intervals) == 2
     assert len(intervals) > 60  # the cap is used, not just respected

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from chains.demo import demo
-from chains.model import Chain, Step
+from chains.runtime.model import Chain, Step
 from external_interface.dedup import RecrawlPolicy
-from external_interface.fetch import Request
+from external_interface.http import Request
 from external_interface.recrawl import items_hash, request_key
 from sandbox.cluster import running_cluster
 from sandbox.server import Faults
 from sandbox.world import World
-from sites.demo.h5.user_info import User
+from sites.demo.h5 import User
 from tests.chains.recrawl_support import with_policy, without_recrawl
 
 SECONDS = {"DEDUP_STAMP_UNIT_S": "1", "DEDUP_EXPECTED_ENTRIES": "100000"}
@@ -46,12 +46,12 @@ def test_seen_units_are_skipped_within_the_ttl_and_recrawled_after_it_unchanged(
         started = time.time()
         first = cluster.launch(chain, page=1).wait(timeout=120)
         last_mark = time.time()
-        stored = {r["key"]: r["last_seen"] for r in cluster.resources.store.read("articles")}
+        stored = {r["key"]: r["last_seen"] for r in cluster.runtime.store.read("articles")}
         within = cluster.launch(chain, page=1).wait(timeout=120)
         assert time.time() - started < ttl, "the machine is too slow for this TTL"
         time.sleep(max(0.0, last_mark + ttl + 1.5 - time.time()))
         after = cluster.launch(chain, page=1).wait(timeout=120)
-        restored = {r["key"]: r["last_seen"] for r in cluster.resources.store.read("articles")}
+        restored = {r["key"]: r["last_seen"] for r in cluster.runtime.store.read("articles")}
     assert first["steps"]["detail"]["done"] == details
     assert within["steps"]["detail"]["skipped"] == details
     assert within["steps"]["detail"]["requests"] == 0

@@ -15,7 +15,8 @@ import pytest
 
 from config import FetchSettings
 from exceptions import UnsafeURL
-from external_interface.fetch import Fetcher, Request
+from external_interface.fetch import Fetcher
+from external_interface.http import Request
 from external_interface.url_guard import AddrInfo, UrlGuard, forbidden_reason, literal_ip
 
 

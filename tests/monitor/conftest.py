@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from chains.demo import demo as declared_demo
-from chains.job import Job
+from chains.runtime.job import Job
 from sandbox.cluster import ROOT, Cluster, running_cluster
 from sandbox.world import Shape, World
 from tests.chains.recrawl_support import without_recrawl
@@ -32,7 +32,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def workers_ready(cluster: Cluster, timeout: float = 30) -> None:
     """Until every worker answers a ping: a job launched now makes progress at once."""
     want = len(cluster.workers)
-    wait_until(lambda: len(cluster.resources.app.control.ping(timeout=0.5)) >= want, timeout,
+    wait_until(lambda: len(cluster.app.control.ping(timeout=0.5)) >= want, timeout,
                f"{want} workers answering")
 
 

@@ -29,7 +29,7 @@ def view(finished: int, failed: int = 0, pending: int = 5, state: str = "running
 
 def run_checks(*steps: tuple[dict[str, Any], float]) -> list[list[str]]:
     seen: Seen | None = None
-    fired = []
+    fired: list[list[str]] = []
     for v, now in steps:
         alerts, seen = check(v, seen, RULES, now)
         fired.append([a.kind for a in alerts])

@@ -11,9 +11,9 @@ import pytest
 import redis
 from rich.console import Console
 
+from chains.runtime.report import FILLED
 from monitor.alerts import Rules, Watcher
 from monitor.dashboard import Dashboard, live, render_text
-from monitor.report import FILLED
 from monitor.snapshot import snapshot
 from sandbox.cluster import Cluster
 from tests.monitor.conftest import demo, run_module
@@ -87,13 +87,13 @@ def test_live_view_redraws_until_told_to_stop_and_survives_an_outage() -> None:
 
 @pytest.mark.integration
 def test_dashboard_shows_a_running_jobs_progress_bar_moving(cluster: Cluster) -> None:
-    res = cluster.resources
+    res = cluster.runtime
     job = cluster.launch(demo, page=1)
     dashboard = Dashboard()
     renders: list[tuple[int, str]] = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        text = render_text(dashboard, snapshot(res.redis, res.app, inspect_timeout=0.1))
+        text = render_text(dashboard, snapshot(res.redis, cluster.app, inspect_timeout=0.1))
         line = job_line(text, job.job_id)
         if "running" not in line:
             break

@@ -11,10 +11,10 @@ import pytest
 import redis
 from prometheus_client.parser import text_string_to_metric_families
 
-from chains.job import Job
-from external_interface.ledger import Ledger
+from chains.runtime.job import Job
+from chains.runtime.ledger import Ledger
+from chains.runtime.metrics import Metrics, Tally
 from monitor.exporter import ExporterServer, Source, escape, recent_jobs
-from monitor.metrics import Metrics, Tally
 from sandbox.cluster import Cluster
 from tests.monitor.conftest import start_module, stop
 
@@ -99,7 +99,7 @@ def test_metrics_endpoint_equals_the_ledger_counts_of_a_finished_job(
     finally:
         stop(proc)
     job = finished_job.job_id
-    counts = cluster.resources.ledger.counts(job)
+    counts = cluster.runtime.ledger.counts(job)
     for step, fields in counts.items():
         for state in ("spawned", "done", "failed", "skipped"):
             assert value(parsed, "crawlchain_job_units", job_id=job, step=step,
@@ -115,7 +115,7 @@ def test_metrics_endpoint_equals_the_ledger_counts_of_a_finished_job(
 def test_unit_counters_from_every_worker_equal_the_ledger(
         cluster: Cluster, finished_job: Job) -> None:
     """Counters from every worker equal the ledger's totals over every job of the cluster."""
-    data = Metrics(cluster.resources.redis).read()
-    ledger = cluster.resources.ledger
+    data = Metrics(cluster.runtime.redis).read()
+    ledger = cluster.runtime.ledger
     ledger_done = sum(c["done"] for j in ledger.job_ids(1000) for c in ledger.counts(j).values())
     assert data.total("units", "done") == ledger_done

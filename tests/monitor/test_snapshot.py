@@ -7,7 +7,7 @@ import json
 import pytest
 import redis
 
-from chains.job import Job
+from chains.runtime.job import Job
 from monitor.snapshot import SECTIONS, priority_keys, snapshot
 from sandbox.cluster import Cluster
 from tests.monitor.conftest import run_module
@@ -30,13 +30,13 @@ def test_once_json_lists_the_finished_job_with_the_ledgers_step_counts(
     assert set(snap) >= {"jobs", "workers", "queues", "sites", "pools"}
     [job] = [j for j in snap["jobs"] if j["job_id"] == finished_job.job_id]
     assert job["state"] == "finished"
-    assert job["steps"] == cluster.resources.ledger.counts(finished_job.job_id)
+    assert job["steps"] == cluster.runtime.ledger.counts(finished_job.job_id)
     assert job["progress"]["fraction"] == 1.0 and job["pending"] == 0
 
 
 @pytest.mark.integration
 def test_snapshot_shows_the_workers_alive_and_their_concurrency(cluster: Cluster) -> None:
-    snap = snapshot(cluster.resources.redis, cluster.resources.app, inspect_timeout=1.0)
+    snap = snapshot(cluster.runtime.redis, cluster.app, inspect_timeout=1.0)
     [(name, worker)] = snap["workers"].items()
     assert name.startswith("w0@")
     assert (worker["concurrency"], worker["processes"]) == (2, 2)
@@ -45,17 +45,18 @@ def test_snapshot_shows_the_workers_alive_and_their_concurrency(cluster: Cluster
 @pytest.mark.integration
 def test_queue_depth_counts_every_priority_sub_queue(cluster: Cluster) -> None:
     """Messages parked in a queue nobody consumes are counted, whatever their priority."""
-    app = cluster.resources.app
+    app = cluster.app
     for priority in (0, 3, 9, 9):
         app.send_task("demo.h5.feed", args=[{}, []], queue="parked", priority=priority)
-    snap = snapshot(cluster.resources.redis, app, inspect_timeout=0.1)
+    snap = snapshot(cluster.runtime.redis, app, inspect_timeout=0.1)
     assert snap["queues"]["parked"] == 4
     assert snap["queues"]["demo"] == 0
-    cluster.resources.redis.delete(*priority_keys("parked", range(10), ":"))
+    cluster.runtime.redis.delete(*priority_keys("parked", range(10), ":"))
 
 
 def test_sites_show_each_politeness_bucket_with_its_cooldown(redis_client: redis.Redis) -> None:
-    from external_interface.politeness import Politeness, limiter_from_redis
+    from config import Politeness
+    from external_interface.politeness.factory import limiter_from_redis
     from monitor.snapshot import politeness
 
     limiter = limiter_from_redis(redis_client)

@@ -12,7 +12,8 @@ import pytest
 from config import FetchSettings
 from exceptions import ClientError
 from external_interface.captcha import Challenge
-from external_interface.fetch import Fetcher, Request
+from external_interface.fetch import Fetcher
+from external_interface.http import Request
 from external_interface.user_agent.bundled import AGENTS
 from sandbox.calls import Call
 from sandbox.captcha import CaptchaDesk

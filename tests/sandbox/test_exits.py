@@ -9,7 +9,8 @@ import pytest
 
 from config import FetchSettings
 from exceptions import Banned
-from external_interface.fetch import Fetcher, Request
+from external_interface.fetch import Fetcher
+from external_interface.http import Request
 from sandbox.defences import Defences
 from sandbox.exits import Exits, exit_address, running_exits
 from sandbox.server import SandboxServer, Site

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from exceptions import ParseError, ResponseRejected
-from external_interface.fetch import Response
+from external_interface.http import Response
 from utils.decode import decode_body, gunzip_capped, header_charset, parse_html, parse_xml
 
 CAFE = "Caf\u00e9 cr\u00e8me \u2014 \u201cna\u00efve\u201d"

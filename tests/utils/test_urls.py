@@ -7,8 +7,8 @@ import ipaddress
 import pytest
 from pydantic import BaseModel, field_validator
 
+from chains.runtime.step import validate_params
 from exceptions import InvalidParams
-from utils.step_calls import validate_params
 from utils.urls import (
     UnsupportedURL,
     join_url,

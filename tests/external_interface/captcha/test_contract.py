@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from chains.runtime.registry import site, site_names
 from external_interface.captcha import CaptchaSolver, CaptchaUnsolved, Challenge
 from sandbox.captcha import CaptchaDesk
-from sites import declared_providers
-from worker import SITES
 
-DECLARED = {site.name: declared_providers(site.name) for site in sorted(SITES.iterdir())
-            if (site / "__init__.py").exists()}
+DECLARED = {name: site(name).providers for name in site_names()}
 SOLVERS = {site: d.solver for site, d in DECLARED.items() if d is not None and d.solver}
 
 

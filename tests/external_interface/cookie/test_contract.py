@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from external_interface.cookie import CookieJar, SessionLease
-from external_interface.pool import Empty, pool_factory
+from external_interface.pool import Empty
+from external_interface.pool.factory import pool_factory
 
 
 @pytest.fixture(params=["redis", "memory"])
@@ -38,6 +39,6 @@ def test_an_invalidated_session_is_never_handed_out_again(jar: CookieJar) -> Non
     first = jar.add("demo", "reader1", {"sid": "old"})
     jar.add("demo", "reader1", {"sid": "new"})
     jar.invalidate("demo", first)
-    assert {getattr(jar.lease("demo"), "cookies", None)["sid"] for _ in range(3)} == {"new"}
+    assert {getattr(jar.lease("demo"), "cookies", {})["sid"] for _ in range(3)} == {"new"}
     jar.invalidate("demo", first)  # twice is harmless
     assert (jar.stats("demo").live, jar.stats("demo").retired) == (1, 1)

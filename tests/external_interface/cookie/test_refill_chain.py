@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from chains.model import Chain, Link, Step
-from chains.schedule import LAUNCH_TASK
+from chains.runtime.model import Chain, Link, Step
+from chains.runtime.schedule import LAUNCH_TASK
 from sandbox.cluster import running_cluster
 from sandbox.defences import Defences
 from sandbox.world import World, expected_keys
@@ -32,7 +32,7 @@ def test_sessions_spent_mid_job_are_replaced_by_logins_and_every_profile_is_stor
         assert cluster.sandbox is not None
         job = cluster.launch(AUTHORS, page=1)
         job.wait(timeout=180)
-        ledger = cluster.resources.ledger  # a login launched near the end may still run
+        ledger = cluster.runtime.ledger  # a login launched near the end may still run
         cluster.wait_for(lambda: all(ledger.state(j) == "finished" for j in ledger.job_ids()),
                          60, "the login jobs")
         status = job.status()
@@ -51,11 +51,11 @@ def test_sessions_spent_mid_job_are_replaced_by_logins_and_every_profile_is_stor
 
 def test_a_scheduled_refill_logs_in_only_while_the_pool_is_low(tmp_path: Path) -> None:
     with running_cluster(tmp_path, World(seed=3), defences=Defences(sessions=True)) as cluster:
-        res, ledger = cluster.resources, cluster.resources.ledger
+        res, ledger = cluster.runtime, cluster.runtime.ledger
         log = tmp_path / "w0.log"
 
         def beat_fires(nth: int) -> None:  # what beat sends for Schedule(..., when_low=...)
-            res.app.send_task(LAUNCH_TASK, args=["demo-login", {"turn": 0}],
+            cluster.app.send_task(LAUNCH_TASK, args=["demo-login", {"turn": 0}],
                               kwargs={"when_low": "cookie:demo"}, queue="demo")
             cluster.wait_for(lambda: log.read_text().count(f"{LAUNCH_TASK}[") >= 2 * nth, 60,
                              f"launch {nth} handled")  # one line received, one succeeded

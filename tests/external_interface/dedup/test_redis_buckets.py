@@ -15,8 +15,8 @@ from external_interface.dedup import (
     RecrawlPolicy,
     Seen,
     content_hash,
-    dedup_from_settings,
 )
+from external_interface.dedup.factory import dedup_from_settings
 from external_interface.dedup.redis_buckets import (
     BucketLayout,
     RedisBucketStore,
@@ -158,7 +158,7 @@ def test_layout_follows_a_server_with_lower_hash_limits(redis_client: redis.Redi
             name = keys.dedup_bucket("test", bucket)
             assert redis_client.object("encoding", name) in (b"listpack", b"ziplist")
     finally:
-        redis_client.config_set("hash-max-ziplist-entries", original)
+        redis_client.config_set("hash-max-ziplist-entries", original or 128)
 
 
 def test_the_first_caller_pins_the_layout(redis_client: redis.Redis) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from external_interface.device_id import DevicePool
-from external_interface.pool import Empty, Lease, pool_factory
+from external_interface.pool import Empty, Lease
+from external_interface.pool.factory import pool_factory
 
 
 @pytest.fixture(params=["redis", "memory"])

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from external_interface.pool import Empty, Health, Lease, Pool, Verdict, pool_factory
+from external_interface.pool import Empty, Health, Lease, Pool, Verdict
+from external_interface.pool.factory import pool_factory
 
 T0 = 1_700_000_000.0
 

@@ -9,24 +9,27 @@ from urllib.parse import urlsplit
 import pytest
 import redis
 
+from chains.runtime.checks import check_chain
+from chains.runtime.launch import worker_queues
+from chains.runtime.model import get_chain
+from chains.runtime.registry import site, site_names, steps
 from config import ProxySettings, ResourceSettings
 from exceptions import Banned, ClientError, NetworkError, RateLimited, SessionExpired
 from external_interface.captcha import IMAGE_META
 from external_interface.cookie import CookieJar
 from external_interface.device_id import DevicePool
-from external_interface.fetch import Request, Response
-from external_interface.ledger import Ledger
-from external_interface.pool import pool_factory
-from external_interface.providers import Gear, Providers, Refill, SiteProviders, Uses
+from external_interface.http import Request, Response
+from external_interface.pool.factory import pool_factory
+from external_interface.providers.bundle import Providers
+from external_interface.providers.declare import Gear, Refill, SiteProviders, Uses
 from external_interface.providers.outfit import NeedResource, check_response, equip, settle
-from external_interface.providers.refill import Refills, credit, pool_is_low
+from external_interface.providers.refill import Refills, pool_is_low
 from external_interface.proxy import ProxyPool, claimer
 from external_interface.proxy.sources import StaticSource
 from external_interface.user_agent import BundledUserAgents
 from sandbox.captcha import CaptchaDesk
 from sandbox.defences import agent_matches, signature_problem
-from sites import declared_providers
-from sites.demo import PROVIDERS
+from sites.demo.site import PROVIDERS
 
 EXITS = ["http://127.0.0.1:9001", "http://127.0.0.1:9002"]
 
@@ -150,16 +153,11 @@ def test_an_unknown_user_agent_family_fails_when_built() -> None:
         SiteProviders(uses={"h5": Uses(user_agent="smart-fridge")})
 
 
-def test_every_refill_chain_a_site_names_is_registered_and_fits_its_tasks() -> None:
-    from chains.checks import check_chain
-    from chains.registry import get_chain
-    from worker import SITES, app
-
-    app.loader.import_default_modules()
-    for site in sorted(p.name for p in SITES.iterdir() if (p / "__init__.py").exists()):
-        declared = declared_providers(site)
+def test_every_refill_chain_a_site_names_is_declared_and_fits_its_steps() -> None:
+    for name in site_names():
+        declared = site(name).providers
         for refill in (declared.refills.values() if declared else ()):
-            check_chain(get_chain(refill.chain), app.tasks)
+            check_chain(get_chain(refill.chain), steps(), worker_queues())
 
 
 def test_a_step_entry_wins_over_its_platforms() -> None:
@@ -179,15 +177,6 @@ def test_one_refill_in_flight_per_pool_and_accounts_take_turns(
     refills.release("cookie", "demo")
     again = refills.claim("cookie", "demo", Refill("demo-login", size=2), None)
     assert [params["turn"] for params in again] == [2, 3]
-
-
-def test_a_refill_credits_the_job_that_asked_for_it(redis_client: redis.Redis) -> None:
-    ledger = Ledger(redis_client)
-    ledger.create_job("refill", {}, {"turn": 0, "requested_by": {"job": "crawl",
-                                                                 "step": "user_info"}})
-    credit(ledger, "refill", {"cookie_refreshes": 1, "captcha_solves": 1})
-    counts = ledger.counts("crawl")["user_info"]
-    assert (counts["cookie_refreshes"], counts["captcha_solves"]) == (1, 1)
 
 
 def test_a_pool_is_low_at_or_below_the_refill_mark() -> None:

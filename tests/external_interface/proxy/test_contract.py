@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 import redis
 
-from external_interface.pool import Empty, Lease, Verdict, pool_factory
+from external_interface.pool import Empty, Lease, Verdict
+from external_interface.pool.factory import pool_factory
 from external_interface.proxy import ProxyPool, claimer, member_of
 from external_interface.proxy.sources import (
     FileSource,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from chains.model import Chain, Step
+from chains.runtime.model import Chain, Step
 from sandbox.cluster import running_cluster
 from sandbox.defences import Defences
 from sandbox.exits import exit_address

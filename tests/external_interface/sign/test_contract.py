@@ -7,14 +7,12 @@ from dataclasses import replace
 
 import pytest
 
-from external_interface.fetch import Request
+from chains.runtime.registry import site, site_names
+from external_interface.http import Request
 from external_interface.sign import HmacSigner, Signer
 from sandbox.defences import signature_problem
-from sites import declared_providers
-from worker import SITES
 
-DECLARED = {site.name: declared_providers(site.name) for site in sorted(SITES.iterdir())
-            if (site / "__init__.py").exists()}
+DECLARED = {name: site(name).providers for name in site_names()}
 SIGNERS = {site: d.signer for site, d in DECLARED.items() if d is not None and d.signer}
 NOW = 1_700_000_000.0
 

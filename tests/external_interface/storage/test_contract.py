@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from exceptions import StorageUnavailable
-from external_interface.storage import ItemStore, store_from_url
+from external_interface.storage import ItemStore
+from external_interface.storage.factory import store_from_url
 from external_interface.storage.http_sink import HttpSinkStore
 from external_interface.storage.sqlite import SQLiteStore
 from tests.external_interface.storage.support import Comment, Post, SinkHTTPServer, posts

@@ -16,7 +16,7 @@ import uuid
 import pytest
 
 from exceptions import StorageUnavailable
-from external_interface.storage import store_from_url
+from external_interface.storage.factory import store_from_url
 from tests.external_interface.storage.support import posts
 
 

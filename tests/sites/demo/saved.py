@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from external_interface.fetch import Response
+from external_interface.http import Response
 
 PAGES = Path(__file__).resolve().parent / "pages"
 

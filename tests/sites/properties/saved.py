@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from external_interface.fetch import Response
+from external_interface.http import Response
 
 PAGES = Path(__file__).resolve().parent / "pages"
 BASE = "http://127.0.0.1:28080/n60"

@@ -1,0 +1,128 @@
+"""What every unit of a process runs with: settings and clients, built from settings.
+
+Nothing is built at import. A worker process builds one ``Runtime`` after the fork
+(``session.current``); a test or a one-off tool builds its own with the dispatch it
+wants (a ``Recorder`` to run phases without a broker).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
+from chains.runtime.dispatch import Dispatch
+from chains.runtime.ledger import Ledger
+from config import Settings
+from external_interface.dedup import DedupStore
+from external_interface.dedup.factory import dedup_from_settings
+from external_interface.fetch import Fetcher
+from external_interface.politeness import Limiter
+from external_interface.politeness.factory import limiter_from_redis
+from external_interface.providers.bundle import Providers
+from external_interface.storage import ItemStore
+from external_interface.storage.factory import store_from_url
+from external_interface.url_guard import UrlGuard
+
+
+def state_redis(url: str) -> redis.Redis:
+    """A state-plane client that rides out a short Redis blip instead of failing a unit."""
+    return redis.Redis.from_url(
+        url,
+        retry=Retry(ExponentialBackoff(cap=2.0, base=0.05), retries=8),
+        retry_on_error=[redis.ConnectionError, redis.TimeoutError],
+        health_check_interval=30,
+        socket_timeout=15,
+        socket_connect_timeout=5,
+    )
+
+
+def wait_for(client: redis.Redis, seconds: float) -> None:
+    """Block until the state Redis answers, at most ``seconds``: a launcher or a worker
+    started before the broker host is up waits for it instead of failing at once."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            client.ping()
+            return
+        except (redis.ConnectionError, redis.TimeoutError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+@dataclass
+class Runtime:
+    """The per-process clients: state Redis, ledger, item store, fetcher, dedup,
+    politeness, resource providers, and where messages go (``dispatch``).
+
+    ``interrupts`` are the exceptions a worker raises into a running unit to stop it
+    (Celery's soft time limit): site code never swallows them as its own errors.
+    """
+
+    settings: Settings
+    dispatch: Dispatch
+    redis: redis.Redis
+    ledger: Ledger
+    store: ItemStore
+    fetcher: Fetcher
+    dedup: DedupStore
+    limiter: Limiter
+    providers: Providers
+    interrupts: tuple[type[BaseException], ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, dispatch: Dispatch,
+                      interrupts: tuple[type[BaseException], ...] = ()) -> Runtime:
+        client = state_redis(settings.state.redis_url)
+        wait_for(client, settings.state.connect_wait_s)
+        polite = settings.politeness
+        return cls(
+            settings=settings,
+            dispatch=dispatch,
+            redis=client,
+            ledger=Ledger(client),
+            store=store_from_url(settings.storage.url),
+            fetcher=Fetcher(settings.fetch, guard=UrlGuard(settings.fetch.ssrf_allow)
+                            if settings.fetch.ssrf_guard else None),
+            dedup=dedup_from_settings(client, settings.dedup.namespace,
+                                      settings.dedup.expected_entries,
+                                      settings.dedup.stamp_unit_s),
+            limiter=limiter_from_redis(client, lease_ttl_s=polite.lease_ttl_s,
+                                       max_penalty_s=polite.max_penalty_s,
+                                       default_penalty_s=polite.default_penalty_s),
+            providers=Providers.from_settings(settings, client),
+            interrupts=interrupts,
+        )
+
+    def close(self) -> None:
+        self.store.close()
+        self.redis.close()
+
+
+_threads: tuple[int, ThreadPoolExecutor] | None = None
+_fetches: tuple[int, AbstractContextManager[Any]] | None = None
+
+
+def unit_threads(size: int) -> ThreadPoolExecutor:
+    """This process's threads for the units of a batch (built after the fork)."""
+    global _threads
+    if _threads is None or _threads[0] != os.getpid():
+        _threads = (os.getpid(), ThreadPoolExecutor(size, thread_name_prefix="unit"))
+    return _threads[1]
+
+
+def fetch_slots(cap: int) -> AbstractContextManager[Any]:
+    """This process's cap on fetches in flight (``TASK_MAX_FETCHES``; 0: none)."""
+    global _fetches
+    if _fetches is None or _fetches[0] != os.getpid():
+        _fetches = (os.getpid(), threading.BoundedSemaphore(cap) if cap else nullcontext())
+    return _fetches[1]

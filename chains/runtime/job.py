@@ -1,0 +1,129 @@
+"""The handle a launch returns: ``job.status()``, ``job.overview()``, ``job.report()``, ...
+
+``status`` is the ledger's summary; ``overview`` adds what an operator asks first
+("is it done, what failed, why is it slow"): times, progress of the growing
+fan-out, throughput now and on average, failures grouped by reason. The live
+dashboard and ``python -m monitor --once --json`` show the same dict.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from chains.runtime.ledger import STEP_FIELDS, Failure, Ledger
+from chains.runtime.metrics import Metrics
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+TERMINAL = frozenset({"finished", "cancelled"})
+PACE_WINDOW_S = 30.0  # "throughput now" is measured over this many seconds
+
+
+class JobTimeout(TimeoutError):
+    """``wait`` ran out of time before the job reached a terminal state."""
+
+
+class Job:
+    """A running or ended job, read from the ledger on every call."""
+
+    def __init__(self, job_id: str, ledger: Ledger) -> None:
+        self.job_id = job_id
+        self.ledger = ledger
+
+    def __repr__(self) -> str:
+        return f"Job({self.job_id!r}, state={self.ledger.state(self.job_id)!r})"
+
+    def status(self, failures: int = 20) -> dict[str, Any]:
+        """The job summary: state, per-step counts, totals, elapsed seconds, failures."""
+        return self._status(self.ledger.failures(self.job_id), failures)
+
+    def _status(self, failed: list[Failure], failures: int) -> dict[str, Any]:
+        meta = self.ledger.meta(self.job_id)
+        steps = {
+            name: {field: counts.get(field, 0) for field in STEP_FIELDS}
+            for name, counts in sorted(self.ledger.counts(self.job_id).items())
+        }
+        totals = {field: sum(s[field] for s in steps.values()) for field in STEP_FIELDS}
+        created = float(meta.get("created_at", time.time()))
+        finished_at = float(meta["finished_at"]) if "finished_at" in meta else None
+        end = finished_at if finished_at is not None else time.time()
+        return {
+            "job_id": self.job_id,
+            "state": meta.get("state", "unknown"),
+            "pending": self.ledger.pending(self.job_id),
+            "steps": steps,
+            "totals": totals,
+            "created_at": created,
+            "finished_at": finished_at,
+            "elapsed_s": round(end - created, 3),
+            "failures": [
+                {"unit_id": f.unit_id, "step": f.step, "reason": f.reason, "error": f.error,
+                 "params": f.params, "attempts": f.attempts, "first_at": f.first_at,
+                 "failed_at": f.failed_at}
+                for f in failed[:failures]
+            ],
+        }
+
+    def overview(self, examples: int = 3, groups: int = 10) -> dict[str, Any]:
+        """``status`` plus progress, throughput and failures grouped by reason.
+
+        ``progress.known`` is the frontier the ledger knows so far: a fan-out job's
+        total grows as parents register children, so the fraction can step back.
+        """
+        failed = self.ledger.failures(self.job_id)
+        status = self._status(failed, failures=0)
+        totals = status["totals"]
+        finished = totals["done"] + totals["failed"] + totals["skipped"]
+        known = totals["spawned"]
+        now = None
+        if status["state"] == "running":
+            now = Metrics(self.ledger.redis).pace(self.job_id, PACE_WINDOW_S,
+                                                  since=status["created_at"])
+        elapsed = max(status["elapsed_s"], 1e-9)
+        status.pop("failures")
+        return {
+            **status,
+            "progress": {"finished": finished, "known": known,
+                         "fraction": round(finished / known, 4) if known else 0.0},
+            "throughput": {"average": round(finished / elapsed, 3),
+                           "now": None if now is None else round(now, 3),
+                           "window_s": PACE_WINDOW_S},
+            "failure_groups": failure_groups(failed, examples, groups),
+        }
+
+    def wait(self, timeout: float = 300.0, poll_s: float = 0.2) -> dict[str, Any]:
+        """Block until the job is finished or cancelled; raise ``JobTimeout`` past ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while (state := self.ledger.state(self.job_id)) not in TERMINAL:
+            if time.monotonic() > deadline:
+                raise JobTimeout(f"job {self.job_id} still {state} after {timeout}s")
+            time.sleep(poll_s)
+        return self.status()
+
+    def cancel(self) -> None:
+        """Workers ack the job's remaining messages without fetching."""
+        self.ledger.cancel(self.job_id)
+
+    def report(self, console: Console | None = None) -> None:
+        """Print the overview (for a Python shell): times, counts, throughput, failures."""
+        from chains.runtime.report import print_report
+
+        print_report(self.overview(), console)
+
+
+def failure_groups(failed: list[Failure], examples: int = 3,
+                   limit: int = 10) -> list[dict[str, Any]]:
+    """Failures grouped by reason, largest group first, with a few examples each."""
+    grouped: dict[str, list[Failure]] = {}
+    for failure in failed:
+        grouped.setdefault(failure.reason, []).append(failure)
+    ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return [
+        {"reason": reason, "count": len(members),
+         "steps": sorted({f.step for f in members}),
+         "examples": [{"unit_id": f.unit_id, "step": f.step, "params": f.params,
+                       "attempts": f.attempts} for f in members[:examples]]}
+        for reason, members in ordered[:limit]
+    ]

@@ -1,0 +1,90 @@
+"""Launching a chain: checked against the declared steps, recorded, its root published.
+
+The job records its chain and the settings of every site it crawls, so that every
+unit, on any worker, sees the same chain and the same ``base_url``; a chain built ad
+hoc in a shell, or pointed at another server, needs no worker restart.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from chains.runtime import registry
+from chains.runtime.checks import ChainError, check_chain
+from chains.runtime.dispatch import Publisher
+from chains.runtime.job import Job
+from chains.runtime.session import current
+from chains.runtime.units import make_unit
+
+if TYPE_CHECKING:
+    from chains.runtime.context import Runtime
+    from chains.runtime.model import Chain
+
+LAUNCH_QUEUE = "crawlchain"
+
+
+def worker_queues() -> set[str]:
+    """The queues workers consume by default: every site's, a step's own, and beat's."""
+    own = {s.queue for s in registry.steps().values() if s.queue}
+    return {*registry.site_names(), *own, LAUNCH_QUEUE}
+
+
+def chain_sites(chain: Chain) -> list[str]:
+    return sorted({spec.task.split(".", 1)[0] for spec in chain.steps.values()})
+
+
+def split_settings(chain: Chain, params: Mapping[str, Any]
+                   ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Keyword arguments of a launch, as (start params, {site: settings overrides}).
+
+    A keyword that names a field of a site's settings sets it; a name that is both a
+    setting and a field of the start step's input is refused as ambiguous.
+    """
+    start_fields = registry.step(chain.steps[chain.start].task).input.model_fields
+    root: dict[str, Any] = {}
+    overrides: dict[str, dict[str, Any]] = {site: {} for site in chain_sites(chain)}
+    for key, value in params.items():
+        owners = [s for s in overrides if key in registry.site(s).settings.model_fields]
+        if owners and key in start_fields:
+            raise ChainError(f"launch of {chain.name!r}: {key!r} is both a setting of "
+                             f"{owners[0]} and a field of the start step's input; pass the "
+                             f"setting as settings={{{owners[0]!r}: {{{key!r}: ...}}}}")
+        if owners:
+            for site in owners:
+                overrides[site][key] = value
+        else:
+            root[key] = value
+    return root, overrides
+
+
+def launch(chain: Chain, params: dict[str, Any], job_id: str | None = None,
+           runtime: Runtime | None = None,
+           settings: Mapping[str, Mapping[str, Any]] | None = None) -> Job:
+    """Create the job, register its root unit, publish it; returns the handle at once.
+
+    ``params`` mixes the start step's params and site settings (``split_settings``);
+    ``settings`` sets a site's settings explicitly.
+    """
+    return launch_many(chain, [params], [job_id] if job_id else None, runtime, settings)[0]
+
+
+def launch_many(chain: Chain, params: list[dict[str, Any]], job_ids: list[str] | None = None,
+                runtime: Runtime | None = None,
+                settings: Mapping[str, Mapping[str, Any]] | None = None) -> list[Job]:
+    """One job per params, the chain checked once: a sharded start (Scrapy's start URLs)
+    reaches the queue at once rather than one full launch after another."""
+    rt = runtime or current()
+    check_chain(chain, registry.steps(), worker_queues())
+    ids = job_ids or [uuid.uuid4().hex[:16] for _ in params]
+    dumped, publisher = chain.model_dump(mode="json"), Publisher(rt.dispatch, rt.ledger)
+    for job_id, given in zip(ids, params, strict=True):
+        root, overrides = split_settings(chain, given)
+        for site, values in (settings or {}).items():
+            overrides.setdefault(site, {}).update(values)
+        fixed = {site: registry.site(site).read_settings(rt.settings.env_file, **values)
+                 .model_dump(mode="json") for site, values in overrides.items()}
+        rt.ledger.create_job(job_id, dumped, root, fixed)
+        publisher.spawn(chain, job_id, {chain.start: [make_unit(chain.start, root)]}, depth=0)
+    return [Job(job_id, rt.ledger) for job_id in ids]

@@ -1,0 +1,364 @@
+"""The job ledger in Redis: exact completion for fan-out crawls.
+
+A job is finished when, and only when, every unit it registered is done, skipped
+or failed for good. Three rules make that exact under at-least-once delivery:
+
+* unit ids are deterministic (step + params), so a unit registered twice is one unit;
+* a parent registers its children *before* it is marked finished, so ``pending``
+  never touches zero while work is still reachable;
+* finishing is a Lua script that counts a unit only on its first finish, so a
+  redelivered or duplicated message changes nothing.
+
+Until it finishes, a unit's message payload stays in the job's ``open`` hash, so a
+unit whose message the broker lost can be sent again (``chains.runtime.reviver``).
+A message that runs its list's next pages itself (``Step.inline_next``) records, in
+the job's ``carry`` hash, which units it carries now: in the same call that finishes
+the page before, so a redelivered carrier knows where its list stood.
+
+Every key of a job carries the hash tag ``{job_id}`` (see ``keys.job``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import redis
+
+from external_interface import keys
+
+Outcome = Literal["done", "skipped", "failed"]
+OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "failed")
+STEP_FIELDS = ("spawned", "done", "failed", "skipped", "retried", "items", "unchanged",
+               "requests", "revived", "bans", "rotations", "captcha_solves", "cookie_refreshes")
+
+_REGISTER = """
+local new = {}
+for i = 1, #ARGV, 3 do
+  if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
+    redis.call('HINCRBY', KEYS[2], ARGV[i + 1] .. ':spawned', 1)
+    if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 2]) end
+    new[#new + 1] = ARGV[i]
+  end
+end
+if #new > 0 then redis.call('HINCRBY', KEYS[2], 'pending', #new) end
+return new
+"""
+
+_FINISH = """
+local now, finished, pending = ARGV[1], 0, 0
+local first = 5 + 2 * tonumber(ARGV[2])
+for i = first, #ARGV, 5 do
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return -1 end
+end
+for i = 5, first - 1, 2 do
+  redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
+end
+if ARGV[3] ~= '' then
+  if ARGV[4] ~= '' then redis.call('HSET', KEYS[8], ARGV[3], ARGV[4])
+  else redis.call('HDEL', KEYS[8], ARGV[3]) end
+end
+for i = first, #ARGV, 5 do
+  local unit, step, outcome, items, failure = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
+  if redis.call('HSETNX', KEYS[2], unit, outcome) == 1 then
+    redis.call('HINCRBY', KEYS[3], step .. ':' .. outcome, 1)
+    if tonumber(items) > 0 then redis.call('HINCRBY', KEYS[3], step .. ':items', items) end
+    if failure ~= '' then redis.call('HSET', KEYS[4], unit, failure) end
+    redis.call('HDEL', KEYS[6], unit)
+    redis.call('HDEL', KEYS[7], unit)
+    pending = redis.call('HINCRBY', KEYS[3], 'pending', -1)
+    finished = finished + 1
+    if pending == 0 and redis.call('HGET', KEYS[5], 'state') == 'running' then
+      redis.call('HSET', KEYS[5], 'state', 'finished', 'finished_at', now)
+    end
+  end
+end
+redis.call('HSET', KEYS[5], 'active_at', now)
+return finished
+"""
+
+
+_BEGIN = """
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then return {''} end
+redis.call('HSET', KEYS[1], 'active_at', ARGV[1])
+local out = {state}
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 1 then
+    out[#out + 1] = -1
+  else
+    local starts = redis.call('HINCRBY', KEYS[3], ARGV[i], 1)
+    out[#out + 1] = starts * 2 + redis.call('HSETNX', KEYS[4], ARGV[i], ARGV[1])
+  end
+end
+return out
+"""
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A unit that failed for good: what it was given and why it failed."""
+
+    unit_id: str
+    step: str
+    params: dict[str, Any]
+    error: str
+    message: str
+    attempts: int
+    first_at: float
+    failed_at: float
+
+    @property
+    def reason(self) -> str:
+        return f"{self.error}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Finish:
+    """One unit's end, as ``finish_many`` records it."""
+
+    unit_id: str
+    step: str
+    outcome: Outcome
+    items: int = 0
+    failure: Failure | None = None
+
+
+@dataclass(frozen=True)
+class Carry:
+    """A message running its list on: the units it carries now, named by its first unit."""
+
+    carrier: str
+    units: list[str]
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What ``begin`` learnt: the job's state, and per unit (finished, open starts, first)."""
+
+    state: str | None
+    units: list[tuple[bool, int, bool]]
+
+
+class UnknownUnit(RuntimeError):
+    """A unit was finished that its job never registered: a wiring bug, not a crawl error."""
+
+
+class Ledger:
+    """Job state in Redis; every method is atomic or idempotent, safe from many hosts."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.redis = client
+        self._register = client.register_script(_REGISTER)
+        self._finish = client.register_script(_FINISH)
+        self._begin = client.register_script(_BEGIN)
+
+    # -- jobs ---------------------------------------------------------------
+    def create_job(self, job_id: str, chain: dict[str, Any], params: dict[str, Any],
+                   settings: dict[str, dict[str, Any]] | None = None) -> None:
+        """Record a new job as running; its chain and its sites' settings travel with it
+        (no redeploy, no worker restart)."""
+        now = time.time()
+        pipe = self.redis.pipeline()
+        pipe.hset(keys.job(job_id, "meta"), mapping={
+            "state": "running", "chain": json.dumps(chain), "params": json.dumps(params),
+            "settings": json.dumps(settings or {}), "created_at": now,
+        })
+        pipe.zadd(keys.JOB_INDEX, {job_id: now})
+        pipe.execute()
+
+    def chain_of(self, job_id: str) -> dict[str, Any]:
+        raw = self.redis.hget(keys.job(job_id, "meta"), "chain")
+        if raw is None:
+            raise KeyError(f"job {job_id} is unknown to the ledger")
+        return dict(json.loads(raw))
+
+    def settings_of(self, job_id: str) -> dict[str, dict[str, Any]]:
+        """The settings of each site, as the launch fixed them ({} for none recorded)."""
+        raw = self.redis.hget(keys.job(job_id, "meta"), "settings")
+        return dict(json.loads(raw)) if raw else {}
+
+    def meta(self, job_id: str) -> dict[str, str]:
+        raw = self.redis.hgetall(keys.job(job_id, "meta"))
+        return {_text(k): _text(v) for k, v in raw.items()}
+
+    def state(self, job_id: str) -> str | None:
+        raw = self.redis.hget(keys.job(job_id, "meta"), "state")
+        return _text(raw) if raw else None
+
+    def cancel(self, job_id: str) -> None:
+        """Stop a running job: workers ack its remaining messages without work."""
+        meta = keys.job(job_id, "meta")
+        if self.redis.hget(meta, "state") == b"running":
+            self.redis.hset(meta, mapping={"state": "cancelled", "finished_at": time.time()})
+
+    def job_ids(self, limit: int = 50) -> list[str]:
+        return [_text(j) for j in self.redis.zrevrange(keys.JOB_INDEX, 0, limit - 1)]
+
+    # -- units --------------------------------------------------------------
+    def register(self, job_id: str, units: list[tuple[str, str]],
+                 payloads: list[str] | None = None) -> set[str]:
+        """Register ``(unit_id, step)`` pairs; returns the ids that were new. Idempotent.
+
+        ``payloads[i]`` (JSON, see ``open_units``) is what it takes to send unit ``i``
+        again; it is kept until the unit finishes.
+        """
+        if not units:
+            return set()
+        revive = payloads or [""] * len(units)
+        argv = [x for (unit_id, step), payload in zip(units, revive, strict=True)
+                for x in (unit_id, step, payload)]
+        new = self._register(keys=[keys.job(job_id, p) for p in ("units", "counts", "open")],
+                             args=argv)
+        return {_text(unit_id) for unit_id in new}
+
+    def open_units(self, job_id: str) -> dict[str, str]:
+        """Unit id -> payload of every registered unit that has not finished yet."""
+        raw = self.redis.hgetall(keys.job(job_id, "open"))
+        return {_text(k): _text(v) for k, v in raw.items()}
+
+    def carried(self, job_id: str, carrier: str | None = None) -> dict[str, list[str]]:
+        """Carrier unit id -> the units its message runs now (``Step.inline_next``);
+        only ``carrier``'s when given."""
+        where = keys.job(job_id, "carry")
+        if carrier is not None:
+            raw = self.redis.hget(where, carrier)
+            return {carrier: json.loads(raw)} if raw else {}
+        return {_text(k): json.loads(v) for k, v in self.redis.hgetall(where).items()}
+
+    def open_payloads(self, job_id: str, unit_ids: list[str]) -> dict[str, str]:
+        """The payloads of those of ``unit_ids`` that are open (registered, not finished)."""
+        if not unit_ids:
+            return {}
+        raw = self.redis.hmget(keys.job(job_id, "open"), unit_ids)
+        return {u: _text(p) for u, p in zip(unit_ids, raw, strict=True) if p is not None}
+
+    def active_at(self, job_id: str) -> float:
+        """When a unit of the job last began, ended an attempt or finished (else its creation)."""
+        active, created = self.redis.hmget(keys.job(job_id, "meta"), ["active_at", "created_at"])
+        return float(active or created or 0.0)
+
+    def is_finished(self, job_id: str, unit_id: str) -> bool:
+        return bool(self.redis.hexists(keys.job(job_id, "finished"), unit_id))
+
+    def start(self, job_id: str, unit_id: str) -> tuple[int, bool]:
+        """Count one start of the unit: (starts not ended cleanly yet, is this the first?).
+
+        A clean end (finish, or a retry the task scheduled itself) takes the count
+        back, so what remains counts the times a worker died holding the unit.
+        """
+        _, starts, first = self.begin(job_id, [unit_id]).units[0]
+        return starts, first
+
+    def end_attempt(self, job_id: str, unit_ids: list[str]) -> None:
+        """The units' attempt ended cleanly with a retry scheduled."""
+        pipe = self.redis.pipeline()
+        pipe.hset(keys.job(job_id, "meta"), "active_at", time.time())
+        for unit_id in unit_ids:
+            pipe.hincrby(keys.job(job_id, "deliveries"), unit_id, -1)
+        pipe.execute()
+
+    def finish(self, job_id: str, unit_id: str, step: str, outcome: Outcome, items: int = 0,
+               failure: Failure | None = None) -> bool:
+        """Mark the unit finished; True if this call did it, False if it was already."""
+        return self.finish_many(job_id, [Finish(unit_id, step, outcome, items, failure)]) == 1
+
+    def finish_many(self, job_id: str, units: list[Finish],
+                    counts: Mapping[str, int] | None = None,
+                    carry: Carry | None = None) -> int:
+        """Finish several units in one atomic call; returns how many were not finished yet.
+
+        ``counts`` (``step:field`` -> n: requests, retried, ...) are added in the same
+        call, so a job never reads finished before its batch's statistics are in.
+        ``carry`` records which units the carrier message runs next (none: its list
+        ends here), before the units that led to them are finished.
+        """
+        added = {name: n for name, n in (counts or {}).items() if n}
+        if not units and not added and carry is None:
+            return 0
+        carrier, carried = ("", "") if carry is None else (
+            carry.carrier, json.dumps(carry.units) if carry.units else "")
+        argv: list[Any] = [time.time(), len(added), carrier, carried,
+                           *(x for kv in added.items() for x in kv)]
+        for f in units:
+            failure = json.dumps(f.failure.__dict__) if f.failure else ""
+            argv += [f.unit_id, f.step, f.outcome, f.items, failure]
+        result = int(self._finish(
+            keys=[keys.job(job_id, p) for p in
+                  ("units", "finished", "counts", "failed", "meta", "deliveries", "open",
+                   "carry")],
+            args=argv,
+        ))
+        if result < 0:
+            raise UnknownUnit(f"job {job_id}: a unit of {units[0].step} was never registered")
+        return result
+
+    @staticmethod
+    def step_counts(step: str, fields: Mapping[str, int]) -> dict[str, int]:
+        """Per-step statistics as ``finish_many`` takes them: ``{"feed:requests": 3}``."""
+        return {f"{step}:{field}": n for field, n in fields.items()}
+
+    def begin(self, job_id: str, unit_ids: list[str]) -> Begun:
+        """One round trip at a message's start: the job's state and, per unit, whether it
+        is finished already, its open starts (this one counted) and whether it is its first.
+
+        Units already finished are not counted as started: a redelivery is a no-op.
+        """
+        raw = self._begin(keys=[keys.job(job_id, p) for p in
+                                ("meta", "finished", "deliveries", "first_start")],
+                          args=[time.time(), *unit_ids])
+        state = _text(raw[0]) or None
+        if state is None:
+            return Begun(None, [(False, 0, False)] * len(unit_ids))
+        return Begun(state, [(True, 0, False) if code < 0 else (False, code // 2, bool(code % 2))
+                             for code in map(int, raw[1:])])
+
+    def count_many(self, job_id: str, step: str, fields: dict[str, int]) -> None:
+        """Add several per-step statistics in one round trip; zeros are skipped."""
+        pipe = self.redis.pipeline(transaction=False)
+        for field, n in fields.items():
+            if n:
+                pipe.hincrby(keys.job(job_id, "counts"), f"{step}:{field}", n)
+        pipe.execute()
+
+    def count(self, job_id: str, step: str, field: str, n: int = 1) -> None:
+        """Add to a per-step statistic that is not an outcome (retried, requests, ...)."""
+        self.redis.hincrby(keys.job(job_id, "counts"), f"{step}:{field}", n)
+
+    def credit_requester(self, job_id: str, counts: Mapping[str, int]) -> None:
+        """Count a refill job's work in the job that asked for it (its launch params'
+        ``requested_by``), on the step that ran dry; nothing for any other job."""
+        raw = self.meta(job_id).get("params")
+        asked = json.loads(raw).get("requested_by") if raw else None
+        if isinstance(asked, dict) and {"job", "step"} <= set(asked):
+            self.count_many(asked["job"], asked["step"], dict(counts))
+
+    def first_start(self, job_id: str, unit_id: str) -> float:
+        raw = self.redis.hget(keys.job(job_id, "first_start"), unit_id)
+        return float(raw) if raw else time.time()
+
+    # -- views --------------------------------------------------------------
+    def counts(self, job_id: str) -> dict[str, dict[str, int]]:
+        """Per step: ``spawned``, ``done``, ``failed``, ``skipped``, ``retried``, ``items``..."""
+        steps: dict[str, dict[str, int]] = {}
+        for raw_key, raw_value in self.redis.hgetall(keys.job(job_id, "counts")).items():
+            name = _text(raw_key)
+            if ":" in name:
+                step, field = name.rsplit(":", 1)
+                steps.setdefault(step, dict.fromkeys(STEP_FIELDS, 0))[field] = int(raw_value)
+        return steps
+
+    def pending(self, job_id: str) -> int:
+        return int(self.redis.hget(keys.job(job_id, "counts"), "pending") or 0)
+
+    def failures(self, job_id: str) -> list[Failure]:
+        raw = self.redis.hgetall(keys.job(job_id, "failed"))
+        return sorted((Failure(**json.loads(v)) for v in raw.values()), key=lambda f: f.failed_at)
+
+
+def _text(value: Any) -> str:
+    """redis-py answers bytes unless the client decodes; the ledger speaks str."""
+    return value.decode() if isinstance(value, bytes) else str(value)

@@ -1,0 +1,134 @@
+"""The chain model: a route table of steps and fan-out links, launched as a job.
+
+    demo = Chain(
+        name="demo", start="feed",
+        steps={"feed": Step(task="demo.h5.feed"), "user_info": Step(task="demo.h5.user_info")},
+        links=[Link(src="feed", records="feed_entries", dst="user_info",
+                    map={"user_id": "author_id"})],
+    )
+    job = demo.launch(page=1)
+
+A chain is plain data (pydantic, JSON-serialisable): launching stores it with the
+job, so a chain built ad hoc in a shell runs on workers that never imported it.
+Chains are declared in ``chains/<site>.py`` files, one per site; ``all_chains``
+finds every ``Chain`` at the top level of those files.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from chains.runtime.job import Job
+from chains.runtime.launch import launch
+from chains.runtime.registry import site_names
+from external_interface.dedup import RecrawlPolicy
+
+CHAINS = Path(__file__).resolve().parents[1]
+
+
+class Step(BaseModel):
+    """One crawl step: which task runs it and how its messages are shaped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str = Field(description="The step's name, '<site>.<platform>.<step>'.")
+    batch_size: int = Field(1, ge=1, le=1000, description="Units per message.")
+    priority: int = Field(5, ge=0, le=9, description="Higher runs sooner (0-9).")
+    queue: str | None = Field(None, description="Queue override; default: the task's site.")
+    recrawl: RecrawlPolicy | None = Field(
+        None, description="Skip units seen within the policy's TTL; None fetches every time.")
+    inline_next: int = Field(
+        0, ge=0, le=100_000, description="Next pages of this step that one message runs "
+        "itself, one after another, before it hands its list back to the queue; 0: every "
+        "next page is its own message. Saves a broker round trip and a message's CPU per "
+        "page of a long list.")
+
+
+class Link(BaseModel):
+    """Fan-out: every record named ``records`` in ``src``'s output becomes a ``dst`` unit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    src: str
+    records: str = Field(description="An item collection or a named follow list of ``src``.")
+    dst: str
+    map: dict[str, str] = Field(description="dst input field <- src record field.")
+
+
+class Chain(BaseModel):
+    """Steps and the links between them; ``start`` receives the launch params."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    start: str
+    steps: dict[str, Step]
+    links: list[Link] = Field(default_factory=list)
+    max_depth: int = Field(50, ge=1, description="Units deeper than this are not spawned "
+                           "(a link is one level; a next page of the same list is not).")
+    allowed_domains: list[str] = Field(
+        default_factory=list, description="When set, a unit whose request leaves these domains "
+        "(or their subdomains) fails as off-site before any fetch.")
+
+    def allows(self, url: str) -> bool:
+        """True when the URL's host is an allowed domain or one of its subdomains."""
+        if not self.allowed_domains:
+            return True
+        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+        return any(host == d or host.endswith("." + d) for d in self.allowed_domains)
+
+    @model_validator(mode="after")
+    def _links_name_known_steps(self) -> Chain:
+        known = set(self.steps)
+        if self.start not in known:
+            raise ValueError(f"chain {self.name!r}: start step {self.start!r} is not a step")
+        for link in self.links:
+            for end in (link.src, link.dst):
+                if end not in known:
+                    raise ValueError(f"chain {self.name!r}: link names unknown step {end!r}")
+        return self
+
+    def links_from(self, step: str) -> list[Link]:
+        return [link for link in self.links if link.src == step]
+
+    def launch(self, **params: Any) -> Job:
+        """Start a job from a shell or a script; returns its handle at once.
+
+        Keywords that name a field of a site's settings (``base_url=...``) set it for
+        this job; the others are the start step's params.
+        """
+        return launch(self, params)
+
+    def task_names(self) -> set[str]:
+        return {step.task for step in self.steps.values()}
+
+
+def chain_modules() -> list[ModuleType]:
+    """The ``chains/<site>.py`` files, one per site that has one, imported."""
+    return [importlib.import_module(f"chains.{name}") for name in site_names()
+            if (CHAINS / f"{name}.py").is_file()]
+
+
+def all_chains() -> dict[str, Chain]:
+    """Every ``Chain`` declared at the top level of a ``chains/<site>.py`` file."""
+    found: dict[str, Chain] = {}
+    for module in chain_modules():
+        for value in vars(module).values():
+            if isinstance(value, Chain):
+                if value.name in found and found[value.name] is not value:
+                    raise ValueError(f"two chains are named {value.name!r}")
+                found[value.name] = value
+    return found
+
+
+def get_chain(name: str) -> Chain:
+    known = all_chains()
+    if name not in known:
+        raise KeyError(f"no chain named {name!r}; known: {', '.join(sorted(known)) or 'none'}")
+    return known[name]

@@ -1,0 +1,122 @@
+"""The fetch phase: each live unit's request, dressed and fetched within its slots.
+
+Per unit, in pool threads when the batch has several: the site's ``before_request``
+hook; the providers dress the request (user agent, cookie, device id, proxy,
+captcha answer, signature last), or the unit waits for an empty pool; the site's
+cluster-wide slot (and its exit's, when the site limits each proxy) is taken, or
+the unit waits for it; then the bounded fetch, judged by the site's ban rules (by
+content) and then by status. Runs come back as their responses arrive, so the parse
+phase works on one while the others are still on the wire.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import as_completed
+from contextlib import ExitStack
+from dataclasses import replace
+
+from chains.runtime.context import fetch_slots, unit_threads
+from chains.runtime.pipeline.prepare import Batch, FetchPoint, RetryAfter, UnitRun, obey
+from chains.runtime.units import avoided, waited
+from config import Politeness
+from exceptions import CrawlError, NoResource, RateLimited
+from external_interface.politeness import MustWait, acquire
+from external_interface.providers.outfit import NeedResource, check_response, equip
+
+
+def fetch(batch: Batch, runs: list[UnitRun]) -> Iterator[UnitRun]:
+    """Every run, the live ones fetched: ended ones first, then in order of arrival."""
+    live = [r for r in runs if r.live]
+    yield from (r for r in runs if not r.live)
+    if len(live) == 1:
+        yield fetch_one(batch, live[0])
+    elif live:
+        pool = unit_threads(batch.rt.settings.task.unit_threads)
+        for done in as_completed([pool.submit(fetch_one, batch, r) for r in live]):
+            yield done.result()
+
+
+def fetch_one(batch: Batch, r: UnitRun) -> UnitRun:
+    """The unit with its response, or with the fate that stopped it."""
+    assert r.ctx is not None and r.request is not None
+    try:
+        fate = obey("before_request", batch.hooks.before_request(r.ctx, r.request))
+        if fate is not None:
+            return r.ended(fate)
+        if batch.gear is not None:
+            r = _dress(batch, r)
+            if not r.live:
+                return r
+        return _polite_fetch(batch, r)
+    except CrawlError as exc:
+        return r.failed(exc)
+
+
+def _dress(batch: Batch, r: UnitRun) -> UnitRun:
+    """The request through the providers the step uses; an empty pool makes it wait.
+    Raises ``NoResource`` once the unit has waited ``RESOURCES_MAX_WAITS`` times."""
+    assert batch.gear is not None and r.request is not None
+    try:
+        outfit = equip(batch.rt.providers, batch.gear, r.request, r.unit["id"],
+                       avoided(r.unit))
+    except NeedResource as exc:
+        limits = batch.rt.settings.resources
+        if waited(r.unit) > limits.max_waits:
+            raise NoResource(f"no {exc.kind} of {batch.gear.site} became available after "
+                             f"{limits.max_waits} waits", url=r.request.url) from None
+        wait = min(exc.seconds or limits.wait_s, batch.rt.settings.politeness.max_wait_s)
+        return replace(r, need=exc.kind).ended(RetryAfter(wait, f"no {exc.kind} ready",
+                                                          "wait"))
+    return replace(r, outfit=outfit)
+
+
+def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
+    """Fetch within the site's cluster-wide slot, or wait for it.
+
+    A 429 cools the whole site down (capped), not just this unit; through a pooled
+    proxy it rests that exit instead (sites limit per address; see ``settle``).
+    """
+    assert r.request is not None
+    site = batch.site.name
+    try:
+        slots = _slots(batch, r)
+    except MustWait as exc:
+        return r.ended(RetryAfter(exc.seconds, f"politeness: {exc.reason}", "wait"))
+    request = r.outfit.request if r.outfit is not None else r.request
+    bans = batch.gear.declared.bans if batch.gear is not None else ()
+    started = time.monotonic()
+    with slots, fetch_slots(batch.rt.settings.task.max_fetches):
+        try:
+            response = batch.rt.fetcher.fetch_raw(request)
+            check_response(response, bans)
+        except CrawlError as exc:
+            if isinstance(exc, RateLimited) and (r.outfit is None or r.outfit.proxy is None):
+                batch.rt.limiter.penalize(site, exc.retry_after)
+            point = FetchPoint(exc.status or 0, 0, time.monotonic() - started)
+            return replace(r, fetch=point).failed(exc)
+    point = FetchPoint(response.status, len(response.body), time.monotonic() - started)
+    return replace(r, fetch=point, response=response)
+
+
+def _slots(batch: Batch, r: UnitRun) -> ExitStack:
+    """The site's slot, and its exit's when the site limits each proxy; raises
+    ``MustWait`` (nothing held) when the unit must wait longer than an inline sleep."""
+    settings = batch.rt.settings.politeness
+    site = batch.site.name
+    wanted: list[tuple[str, Politeness | None]] = [
+        (site, settings.sites.get(site) or batch.site.politeness)]
+    if batch.gear is not None and r.outfit is not None and r.outfit.proxy:
+        wanted.append((f"{site}@{r.outfit.proxy}", batch.gear.declared.per_exit))
+    held = ExitStack()
+    try:
+        for bucket, policy in wanted:
+            if policy is not None:
+                held.enter_context(acquire(batch.rt.limiter, bucket, policy,
+                                           settings.max_inline_wait_s,
+                                           max_wait_s=settings.max_wait_s))
+    except MustWait:
+        held.close()
+        raise
+    return held

@@ -1,0 +1,208 @@
+"""The first phase, and the values every phase passes on.
+
+A message's batch of units goes ``prepare -> fetch -> parse -> save -> spawn ->
+close``; each phase is a function from the batch's runs to the next runs. A
+``UnitRun`` is one unit's record, frozen, filled phase by phase; its ``fate`` says
+how it ends, and a unit with a fate is passed along untouched by later phases. The
+fate is a closed type the close phase matches on:
+
+    Done(items)                 saved, its children registered and published
+    Unchanged()                 fetched, same content as last time: nothing stored
+    Skipped(reason)             not fetched (fresh, a hook, robots, off-site)
+    RetryAfter(seconds, reason) not now: a backoff (transient error), a wait (a slot,
+                                a pool), a rotation onto a fresh resource
+    Failed(error, message)      for good, with the reason kept in the ledger
+
+Prepare itself: the poison check (a unit whose worker died too often), params
+validated (invalid ones fail for good), the request built, the job's allowed
+domains, and the recrawl decision for the whole batch in one dedup round trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal
+
+from chains.runtime.site import Signal, UnitContext
+from exceptions import (
+    CrawlError,
+    OffSite,
+    PermanentError,
+    RateLimited,
+    RotateError,
+)
+from external_interface import recrawl
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from chains.runtime.context import Runtime
+    from chains.runtime.model import Chain
+    from chains.runtime.site import Hooks, Site
+    from chains.runtime.step import Parsed, SiteStep
+    from chains.runtime.units import Envelope, Unit
+    from external_interface.http import Request, Response
+    from external_interface.providers.declare import Gear
+    from external_interface.providers.outfit import Outfit
+
+
+# -- fates ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Done:
+    items: int
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    pass
+
+
+@dataclass(frozen=True)
+class Skipped:
+    reason: str
+
+
+@dataclass(frozen=True)
+class RetryAfter:
+    """Not now. ``seconds`` None lets the backoff decide; ``kind`` says what it spends:
+    a retry (``backoff``), nothing (``wait`` for a slot or a pool), or a rotation."""
+
+    seconds: float | None
+    reason: str
+    kind: Literal["backoff", "wait", "rotate"] = "backoff"
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: str  # the error's class name: a bounded label
+    message: str
+
+    @property
+    def reason(self) -> str:
+        return f"{self.error}: {self.message}"
+
+
+Fate = Done | Unchanged | Skipped | RetryAfter | Failed
+
+
+def fate_of(error: CrawlError) -> Failed | RetryAfter:
+    """What an error's branch of the tree says to do (``exceptions``)."""
+    if isinstance(error, PermanentError):
+        return Failed(type(error).__name__, str(error))
+    if isinstance(error, RotateError):
+        return RetryAfter(0.0, error.reason, "rotate")
+    advised = error.retry_after if isinstance(error, RateLimited) else None
+    return RetryAfter(advised, error.reason)
+
+
+def obey(hook: str, signal: Signal) -> Fate | None:
+    """A hook's answer as a fate; None to go on."""
+    if signal is Signal.SKIP:
+        return Skipped(hook)
+    if signal is Signal.RETRY:
+        return RetryAfter(None, f"{hook} asked to retry")
+    if signal is Signal.ABORT:
+        return Failed("PermanentError", f"{hook} aborted the unit")
+    return None
+
+
+# -- the values -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class FetchPoint:
+    """One fetch as the metrics count it: status (0 when no response came), bytes, seconds."""
+
+    status: int
+    nbytes: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class UnitRun:
+    """One unit on its way through its message's batch; ``fate`` None while it goes on.
+    ``error`` is what ended it, when an error did (providers and metrics read it)."""
+
+    unit: Unit
+    starts: int  # open starts in the ledger, this one counted: > 1 after a worker died
+    first: bool  # the unit's first start in its job
+    ctx: UnitContext | None = None
+    request: Request | None = None
+    recrawl: recrawl.Recrawl | None = None
+    outfit: Outfit | None = None  # what the providers gave its request
+    need: str | None = None  # the pool it waits for (cookie, device, proxy)
+    fetch: FetchPoint | None = None  # set when a request went out
+    response: Response | None = None  # dropped once parsed
+    parsed: Parsed[Any] | None = None
+    parse_s: float | None = None
+    stored: int | None = None  # items written by the save (None: not saved)
+    unchanged: bool = False
+    fate: Fate | None = None
+    error: CrawlError | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.fate is None
+
+    def ended(self, fate: Fate, error: CrawlError | None = None) -> UnitRun:
+        return replace(self, fate=fate, error=error, response=None)
+
+    def failed(self, error: CrawlError) -> UnitRun:
+        return self.ended(fate_of(error), error)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What the units of one batch share: the job's chain and site settings, the step."""
+
+    rt: Runtime
+    envelope: Envelope
+    chain: Chain
+    step: SiteStep[Any, Any]
+    site: Site
+    settings: BaseModel
+    gear: Gear | None  # the providers its requests go through (None: fetched as built)
+    retries: int  # retries this message has had (Celery's count)
+
+    @property
+    def job_id(self) -> str:
+        return self.envelope["job"]
+
+    @property
+    def hooks(self) -> Hooks:
+        return self.site.hooks
+
+
+# -- the phase -----------------------------------------------------------------------
+def prepare(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
+    """Poison check, params, requests and the recrawl decision of every unit."""
+    runs = [_prepare_one(batch, r) for r in runs]
+    live = [r for r in runs if r.live and r.request is not None]
+    policy = batch.chain.steps[batch.envelope["step"]].recrawl
+    plans = recrawl.plan(batch.rt.dedup, policy, [
+        (r.request, r.first, r.unit.get("page", 0) == 0) for r in live if r.request])
+    decided = {id(r): (plan, plan is not None and plan.skip) for r, plan
+               in zip(live, plans, strict=True)}
+    out = []
+    for r in runs:
+        plan, skip = decided.get(id(r), (None, False))
+        r = replace(r, recrawl=plan)
+        out.append(r.ended(Skipped("fresh")) if skip else r)
+    return out
+
+
+def _prepare_one(batch: Batch, r: UnitRun) -> UnitRun:
+    limit = batch.rt.settings.task.max_deliveries
+    if r.starts > limit:
+        return r.failed(PermanentError(
+            f"poison unit: its worker died {r.starts - 1} times while running it"))
+    envelope = batch.envelope
+    try:
+        params = batch.step.params(r.unit["params"])
+        ctx = UnitContext(envelope["job"], envelope["step"], batch.step.name, r.unit["id"],
+                          params, envelope["depth"], batch.settings)  # type: ignore[arg-type]
+        request = batch.step.request(params, batch.settings)
+        if not batch.chain.allows(request.url):
+            raise OffSite(f"{request.url} is outside the job's allowed domains",
+                          url=request.url)
+    except PermanentError as exc:
+        return r.failed(exc)
+    return replace(r, ctx=ctx, request=request)

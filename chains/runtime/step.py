@@ -1,0 +1,222 @@
+"""A site step is one decorated parse function: ``@step(name, url=...)``.
+
+    class ThreadPage(BaseModel):
+        url: str
+
+    @step("forum.web.thread", url="{url}")
+    def thread(page: ThreadPage, response: Response) -> Parsed[Post]:
+        return Parsed(items=[...], follow={"authors": [...]},
+                      next_page=response.follow(response.css("a[rel=next]::attr(href)").get()))
+
+The name (``site.platform.step``) is written once; the input model is the parse
+function's first parameter's annotation; the request is a URL template filled from
+the site's settings and the input's fields (``query`` names the input fields sent as
+the query string, left out when empty), or a function ``(params, settings) ->
+Request`` when it needs more. The worker registers one Celery task per step under
+its name (``worker.py``); the site writes no Celery code, and the step keeps every
+guarantee of the runtime: typed input and output, retries by error class, the
+deadline, the site's hooks.
+
+Calling the step runs its parse function: a parser test is ``thread(page, response)``.
+"""
+
+from __future__ import annotations
+
+import string
+import types
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin, get_type_hints
+
+from pydantic import BaseModel, ValidationError
+
+from exceptions import CrawlError, InvalidParams, ParseError
+from external_interface.http import Request, Response
+from external_interface.storage import Item
+
+ItemT = TypeVar("ItemT", bound=Item)
+In = TypeVar("In", bound=BaseModel)
+
+# What a step that does not say parses: HTML and JSON. Anything else (a PDF, an image,
+# an archive, octet-stream) is refused before its body is read.
+PAGE_TYPES = ("text/html", "application/xhtml+xml", "application/json", "application/*+json",
+              "text/json", "text/plain", "text/javascript", "application/javascript")
+
+
+@dataclass
+class Parsed(Generic[ItemT]):
+    """What a parse returns: items to store, records to fan out from, the next page.
+
+    ``follow`` names lists of records (``response.follow(href)`` makes one) that the
+    chain's links turn into units of other steps; items are fan-out sources too, by
+    their collection. ``next_page`` is the next unit of this same step (its params).
+    """
+
+    items: list[ItemT] = field(default_factory=list)
+    follow: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    next_page: BaseModel | Mapping[str, Any] | None = None
+
+    def records(self, wanted: set[str] | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Fan-out sources by name: item collections and follow lists; only the ``wanted``
+        names when given (a leaf step's items are not dumped for nothing)."""
+        out: dict[str, list[dict[str, Any]]] = {
+            k: [r for r in v if r is not None] for k, v in self.follow.items()
+            if wanted is None or k in wanted}
+        for item in self.items:
+            if wanted is None or item.collection in wanted:
+                out.setdefault(item.collection, []).append(item.model_dump(mode="json"))
+        return out
+
+    def next_params(self) -> dict[str, Any] | None:
+        if isinstance(self.next_page, BaseModel):
+            return self.next_page.model_dump(mode="json")
+        return dict(self.next_page) if self.next_page is not None else None
+
+
+@dataclass(frozen=True)
+class SiteStep(Generic[In, ItemT]):
+    """One step of a site, as the decorator declares it."""
+
+    name: str
+    input: type[In]
+    parse_fn: Callable[[In, Response], Parsed[ItemT]]
+    url: str | None = None
+    query: tuple[str, ...] = ()
+    request_fn: Callable[[In, Any], Request] | None = None
+    accept: tuple[str, ...] = PAGE_TYPES
+    queue: str | None = None
+    items: tuple[type[Item], ...] = ()  # from the return annotation, ``Parsed[A | B]``
+    follows: tuple[str, ...] = ()  # the follow lists its parse may fill
+
+    def records(self) -> set[str]:
+        """The names a chain's links may read from this step: collections, follow lists."""
+        return {item.collection for item in self.items} | set(self.follows)
+
+    def __call__(self, params: In, response: Response) -> Parsed[ItemT]:
+        """The parse function itself: what a parser test calls."""
+        return self.parse_fn(params, response)
+
+    @property
+    def site(self) -> str:
+        return self.name.split(".", 1)[0]
+
+    def params(self, raw: Mapping[str, Any]) -> In:
+        """Params checked against the step's Input; the error names every bad field."""
+        return validate_params(self.input, raw)
+
+    def request(self, params: In, settings: BaseModel) -> Request:
+        """The request for ``params`` under the job's site ``settings``."""
+        if self.request_fn is not None:
+            built = site_code(self.request_fn, params, settings)
+            if not isinstance(built, Request):
+                raise ParseError(f"{self.name}: its request function returned "
+                                 f"{type(built).__name__}, not a Request")
+            return built if built.accept_types else _accepting(built, self.accept)
+        values = {**settings.model_dump(), **params.model_dump()}
+        url = (self.url or "{url}").format_map(values)
+        query = {name: str(values[name]) for name in self.query
+                 if values.get(name) not in (None, "")}
+        return Request(url, params=query, accept_types=self.accept)
+
+    def parse(self, params: In, response: Response, *interrupts: type[BaseException]
+              ) -> Parsed[ItemT]:
+        """Run the parse function; a bug in it fails the unit for good, naming it."""
+        parsed = site_code(self.parse_fn, params, response, interrupts=interrupts)
+        if not isinstance(parsed, Parsed):
+            raise ParseError(f"{self.name}: parse returned {type(parsed).__name__}, "
+                             "not Parsed", url=response.url)
+        unknown = sorted(set(parsed.follow) - set(self.follows))
+        if unknown:
+            raise ParseError(f"{self.name}: parse filled follow list {', '.join(unknown)}, "
+                             f"which the step does not declare (follows={self.follows})",
+                             url=response.url)
+        return parsed
+
+
+def step(name: str, *, url: str | None = None, query: str | tuple[str, ...] = (),
+         request: Callable[[Any, Any], Request] | None = None,
+         follows: str | tuple[str, ...] = (), accept: tuple[str, ...] = PAGE_TYPES,
+         queue: str | None = None,
+         ) -> Callable[[Callable[[In, Response], Parsed[ItemT]]], SiteStep[In, ItemT]]:
+    """Declare a step: ``name`` is ``site.platform.step``; ``url`` a template over the
+    site's settings and the input's fields, or ``request`` a function building the
+    request; ``query`` the input fields sent as query parameters; ``follows`` the
+    follow lists its parse fills (chains link them to other steps); ``accept`` the
+    media types it parses (default: HTML and JSON); ``queue`` overrides the site's."""
+    parts = name.split(".")
+    if len(parts) != 3 or not all(p.isidentifier() for p in parts):
+        raise ValueError(f"step name {name!r}: expected 'site.platform.step', three "
+                         "dotted identifiers")
+    if url is not None and request is not None:
+        raise ValueError(f"step {name!r}: give url= or request=, not both")
+
+    def declare(fn: Callable[[In, Response], Parsed[ItemT]]) -> SiteStep[In, ItemT]:
+        model = _input_model(name, fn)
+        fields = set(model.model_fields)
+        wanted = (query,) if isinstance(query, str) else tuple(query)
+        missing = sorted(set(wanted) - fields)
+        if missing:
+            raise ValueError(f"step {name!r}: query names {', '.join(missing)}, not fields "
+                             f"of {model.__name__} ({', '.join(sorted(fields))})")
+        if url is None and request is None and "url" not in fields:
+            raise ValueError(f"step {name!r}: give url= or request=, or an input with a "
+                             f"'url' field ({model.__name__} has none)")
+        return SiteStep(name, cast(type[In], model), fn, url, wanted, request, accept, queue,
+                        _item_types(fn), (follows,) if isinstance(follows, str) else follows)
+
+    return declare
+
+
+def validate_params(model: type[In], raw: Mapping[str, Any]) -> In:
+    """``raw`` checked against ``model``; the error names every bad field and value."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(params)'}: {err['msg']} "
+            f"(got {err.get('input')!r})" for err in exc.errors())
+        raise InvalidParams(f"invalid params for {model.__name__}: {problems}") from exc
+
+
+def template_fields(template: str) -> set[str]:
+    """The names a URL template reads: ``"{base_url}/u/{user_id}"`` -> both."""
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f}
+
+
+def site_code(fn: Callable[..., Any], *args: Any,
+              interrupts: tuple[type[BaseException], ...] = ()) -> Any:
+    """Call a site's own function; a bug in it (an exception that is not a
+    ``CrawlError``) fails the unit for good, with the function's name: retrying a
+    layout the parser does not know cannot help. ``interrupts`` pass through."""
+    try:
+        return fn(*args)
+    except CrawlError:
+        raise
+    except interrupts:
+        raise
+    except Exception as exc:
+        raise ParseError(f"{fn.__name__} raised {type(exc).__name__}: {exc}") from exc
+
+
+def _input_model(name: str, fn: Callable[..., Any]) -> type[BaseModel]:
+    hints = get_type_hints(fn)
+    params = [p for p in fn.__code__.co_varnames[:fn.__code__.co_argcount]]
+    model = hints.get(params[0]) if params else None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"step {name!r}: the first parameter of {fn.__name__} must be "
+                        "annotated with its pydantic input model")
+    return model
+
+
+def _item_types(fn: Callable[..., Any]) -> tuple[type[Item], ...]:
+    """The item classes of ``-> Parsed[A | B]``; none when the annotation names none."""
+    returned = get_type_hints(fn).get("return")
+    args = get_args(returned) if get_origin(returned) is Parsed else ()
+    flat = [a for arg in args for a in (get_args(arg) if get_origin(arg) in (Union,
+            types.UnionType) else (arg,))]
+    return tuple(a for a in flat if isinstance(a, type) and issubclass(a, Item)
+                 and hasattr(a, "collection"))
+
+
+def _accepting(request: Request, accept: tuple[str, ...]) -> Request:
+    return replace(request, accept_types=accept)

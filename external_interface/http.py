@@ -1,0 +1,139 @@
+"""What a step builds and what it parses: ``Request`` and ``Response``, values only.
+
+``Response`` speaks a Scrapy user's words: ``status``, ``url``, ``headers`` (any case),
+``text``, ``json()``, ``css()`` and ``xpath()`` (parsel selectors), ``urljoin()`` and
+``follow()`` for the next unit, and ``date``, the server's own clock, to normalise
+relative times ("3 hours ago") against. Nothing here touches the network: the
+fetcher (``external_interface.fetch``) makes these values, the pipeline hands them on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from email.utils import parsedate_to_datetime
+from functools import cached_property
+from typing import Any
+
+from parsel import Selector, SelectorList
+from urllib3 import HTTPHeaderDict
+
+from utils.decode import HtmlElement, XmlElement, decode_body, parse_html, parse_xml
+from utils.urls import join_url
+
+XML_MEDIA = ("application/xml", "text/xml", "application/rss+xml", "application/atom+xml")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a step's request builder returns; providers transform it before the fetch.
+
+    ``accept_types``: media types the step can parse (``text/html``, ``text/*``,
+    ``application/*+json``). A 2xx response of another declared type is refused
+    once its headers arrive, unread; one with no Content-Type is let through.
+    Empty accepts anything.
+
+    ``meta``: values for the providers, never sent (like Scrapy's ``Request.meta``):
+    a login step puts the captcha image there for the captcha provider to solve.
+    """
+
+    url: str
+    method: str = "GET"
+    params: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str] = field(default_factory=dict)
+    cookies: dict[str, str] = field(default_factory=dict)
+    data: bytes | None = None
+    proxy: str | None = None
+    accept_types: tuple[str, ...] = ()
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def with_headers(self, **headers: str) -> Request:
+        return replace(self, headers={**self.headers, **headers})
+
+
+@dataclass(frozen=True)
+class Response:
+    """A fully read, size-capped response.
+
+    ``encoding`` is the charset the server declared (None if none); ``text`` decodes
+    without trusting it blindly (``utils.decode``). ``headers`` is looked up in any
+    case: ``response.headers["content-type"]``.
+    """
+
+    url: str
+    status: int
+    headers: Mapping[str, str]
+    body: bytes
+    encoding: str | None = None
+    elapsed_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.headers, HTTPHeaderDict):
+            object.__setattr__(self, "headers", HTTPHeaderDict(dict(self.headers)))
+
+    @property
+    def content_type(self) -> str:
+        """The media type, lower-case, without parameters ("" when absent)."""
+        return (self.headers.get("content-type") or "").split(";")[0].strip().lower()
+
+    @cached_property
+    def text(self) -> str:
+        return decode_body(self.body, self.headers.get("content-type"),
+                           declared=self.encoding).text
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @cached_property
+    def selector(self) -> Selector:
+        """The body as a parsel ``Selector``: XML for XML media types, else HTML."""
+        kind = "xml" if self.content_type in XML_MEDIA else "html"
+        return Selector(text=self.text, type=kind, base_url=self.url)
+
+    def css(self, query: str) -> SelectorList[Selector]:
+        """``response.css("a.next::attr(href)").get()``, as in Scrapy."""
+        return self.selector.css(query)
+
+    def xpath(self, query: str, **variables: Any) -> SelectorList[Selector]:
+        """``response.xpath("//h1/text()").get()``, as in Scrapy."""
+        return self.selector.xpath(query, **variables)
+
+    def html(self) -> HtmlElement:
+        """The page as an lxml tree (see ``utils.decode.parse_html``)."""
+        return parse_html(self.text, base_url=self.url)
+
+    def xml(self) -> XmlElement:
+        """The body as an XML tree, entities unexpanded (see ``utils.decode.parse_xml``)."""
+        return parse_xml(self.body, base_url=self.url)
+
+    @cached_property
+    def date(self) -> datetime | None:
+        """The server's ``Date`` header as an aware datetime (None when absent or bad):
+        the clock to read "5 minutes ago" or "yesterday at 14:05" against."""
+        raw = self.headers.get("date")
+        try:
+            return parsedate_to_datetime(raw) if raw else None
+        except (TypeError, ValueError, IndexError):
+            return None
+
+    def urljoin(self, href: str) -> str | None:
+        """``href`` made absolute against this page; None for what is not fetchable
+        (empty, ``javascript:``, ``mailto:``, another scheme)."""
+        return join_url(self.url, href)
+
+    def follow(self, href: str | None, **fields: Any) -> dict[str, Any] | None:
+        """A record for the next unit from a link: ``{"url": absolute, **fields}``;
+        None when the link is missing or not fetchable."""
+        url = self.urljoin(href) if href else None
+        return {"url": url, **fields} if url else None
+
+    def follow_all(self, hrefs: Iterable[str], **fields: Any) -> list[dict[str, Any]]:
+        """``follow`` for each link, unfetchable ones dropped, duplicates kept once."""
+        records: dict[str, dict[str, Any]] = {}
+        for href in hrefs:
+            record = self.follow(href, **fields)
+            if record is not None:
+                records.setdefault(record["url"], record)
+        return list(records.values())

@@ -1,1 +1,0 @@
-"""Demo steps of this platform."""

@@ -1,1 +1,0 @@
-"""The properties site's web pages: index pages and property detail pages."""

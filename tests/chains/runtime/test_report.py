@@ -1,0 +1,98 @@
+"""``Job.report()`` and ``Job.overview()``: what an operator asks first, from the ledger."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import redis
+from rich.console import Console
+
+from chains.runtime.job import Job
+from chains.runtime.ledger import Failure, Ledger
+from chains.runtime.metrics import Metrics, Tally
+from chains.runtime.report import job_report, print_summary, progress, summary_table
+
+
+def fail(unit: str, step: str, error: str, message: str) -> Failure:
+    now = time.time()
+    return Failure(unit, step, {"user_id": unit}, error, message, 1, now, now)
+
+
+def a_job_with_failures(ledger: Ledger) -> Job:
+    """10 user_info units: 4 done, 3 not found, 1 parse error, 2 still pending."""
+    ledger.create_job("j1", {"name": "demo"}, {"page": 1})
+    ledger.register("j1", [(f"u{i}", "user_info") for i in range(10)])
+    for i in range(4):
+        ledger.finish("j1", f"u{i}", "user_info", "done", items=1)
+    for i in range(4, 7):
+        ledger.finish("j1", f"u{i}", "user_info", "failed",
+                      failure=fail(f"u{i}", "user_info", "NotFound", "404 Not Found"))
+    ledger.finish("j1", "u7", "user_info", "failed",
+                  failure=fail("u7", "user_info", "ParseError", "no div.profile"))
+    return Job("j1", Ledger(ledger.redis))
+
+
+def render(renderable: object) -> str:
+    console = Console(record=True, width=120, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def test_overview_counts_progress_and_average_throughput(redis_client: redis.Redis) -> None:
+    view = a_job_with_failures(Ledger(redis_client)).overview()
+    assert (view["state"], view["pending"]) == ("running", 2)
+    assert view["progress"] == {"finished": 8, "known": 10, "fraction": 0.8}
+    assert view["totals"]["items"] == 4
+    assert view["throughput"]["average"] > 0
+    assert view["throughput"]["now"] is None  # no pace counted: the caller falls back
+    assert view["finished_at"] is None and view["created_at"] <= time.time()
+
+
+def test_overview_groups_failures_by_reason_largest_first_with_examples(
+        redis_client: redis.Redis) -> None:
+    groups = a_job_with_failures(Ledger(redis_client)).overview(examples=2)["failure_groups"]
+    assert [(g["reason"], g["count"]) for g in groups] == [
+        ("NotFound: 404 Not Found", 3), ("ParseError: no div.profile", 1)]
+    assert len(groups[0]["examples"]) == 2
+    assert groups[0]["examples"][0]["params"] == {"user_id": "u4"}
+    assert groups[0]["steps"] == ["user_info"]
+
+
+def test_throughput_now_comes_from_the_pace_the_workers_count(
+        redis_client: redis.Redis) -> None:
+    job = a_job_with_failures(Ledger(redis_client))
+    Metrics(redis_client).send(Tally("demo.h5.user_info").units_finished({"done": 8}), "j1")
+    assert job.overview()["throughput"]["now"] > 0
+
+
+def test_report_prints_state_times_counts_throughput_and_failure_reasons(
+        redis_client: redis.Redis) -> None:
+    console = Console(record=True, width=120, file=io.StringIO())
+    a_job_with_failures(Ledger(redis_client)).report(console)
+    text = console.export_text()
+    for expected in ("job j1  running", "started 20", "done 4  failed 4  skipped 0  pending 2",
+                     "throughput now n/a  average", "8/10 units (80.0%)", "user_info",
+                     "failures by reason", "NotFound: 404 Not Found", "{'user_id': 'u4'}"):
+        assert expected in text, expected
+
+
+def test_a_finished_job_reports_its_end_time_and_a_full_bar(redis_client: redis.Redis) -> None:
+    ledger = Ledger(redis_client)
+    job = a_job_with_failures(ledger)
+    ledger.finish("j1", "u8", "user_info", "done")
+    ledger.finish("j1", "u9", "user_info", "skipped")
+    view = job.overview()
+    assert view["state"] == "finished" and view["finished_at"] is not None
+    text = render(job_report(view))
+    assert "█" * 40 + " 10/10 units (100.0%)" in text
+    assert "ended -" not in text
+
+
+def test_the_launch_views_still_render_from_status(redis_client: redis.Redis) -> None:
+    status = a_job_with_failures(Ledger(redis_client)).status()
+    assert "user_info" in render(summary_table(status))
+    assert "8/10 units" in render(progress(status))
+    console = Console(record=True, width=120, file=io.StringIO())
+    print_summary(status, console)
+    assert "failed units" in console.export_text()
