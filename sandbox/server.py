@@ -362,8 +362,11 @@ class SandboxServer(ThreadingHTTPServer):
             return list(self.log.hits)
 
     def fetch_counts(self, prefix: str = "") -> Counter[str]:
-        """How many times each URL under ``prefix`` was asked for (``url_key`` form)."""
-        return Counter(hit.url for hit in self.hits() if hit.url.startswith(prefix))
+        """How many times each URL under ``prefix`` was asked for (``url_key`` form),
+        answered or not: a client may read its reply before ``answered`` logs it."""
+        with self._lock:
+            urls = [hit.url for hit in (*self.log.hits, *self.log.in_flight.values())]
+        return Counter(url for url in urls if url.startswith(prefix))
 
     def duplicates(self, prefix: str = "") -> dict[str, int]:
         """URLs under ``prefix`` asked for more than once: empty after an exact crawl."""

@@ -41,9 +41,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
+from sandbox.calls import Call
 from sandbox.forum import pages
 from sandbox.forum.formats import iso
+from sandbox.forum.site import ForumSite
 from sandbox.forum.world import LIVE, ForumWorld, Thread
 
 Key = str | int
@@ -141,3 +144,17 @@ def _changes(old: dict[Key, Record], new: dict[Key, Record]) -> Changes:
         changed={k: (old[k], v) for k, v in new.items() if k in old and old[k] != v},
         gone={k: v for k, v in old.items() if k not in new},
     )
+
+
+def changed_pages(before: ForumWorld, after: ForumWorld) -> dict[str, tuple[int, int]]:
+    """Every URL of either generation's crawl whose answer differs between them, with its
+    status before and after: the pages a recrawl must fetch again to find ``diff``."""
+    old, new = ForumSite(before), ForumSite(after)
+    out = {}
+    for url in sorted(expected(before).urls | expected(after).urls):
+        parts = urlsplit(url)
+        call = Call(parts.path, {k: v[0] for k, v in parse_qs(parts.query).items()})
+        was, now = old.answer(call), new.answer(call)
+        if (was.status, was.body) != (now.status, now.body):
+            out[url] = (was.status, now.status)
+    return out

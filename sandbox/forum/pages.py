@@ -9,8 +9,10 @@ reads where (the CSS classes are the page's contract, as a real site's markup is
                                     (name, data-user-id; not a link), .replies;
                                     link/a[rel=next] on every page but the last
     /forum/t/<id>[?after=C]         nav a.board[data-board-id] (every board listing it),
-                                    h1.thread-title, .thread-meta a.author (the opener),
-                                    .reply-count; div.post[data-post-id] each with
+                                    h1.thread-title; on the first page only, .thread-meta
+                                    with a.author (the opener) and .reply-count (so new
+                                    replies change the first and last pages, not the
+                                    middle ones); div.post[data-post-id] each with
                                     a.author[data-user-id] (href: the profile API),
                                     .time (relative), .score ("1.2k"), .body,
                                     a.reactions (href: the reactions API);
@@ -20,7 +22,8 @@ reads where (the CSS classes are the page's contract, as a real site's markup is
                                     "created_at"}], "next_cursor": str | null}
 
 Text in HTML is escaped (titles and bodies hold ``&``, quotes and ``<b>``); a crawler
-reads it unescaped.
+reads it unescaped. A pager says "Page N", not "of M", so a page's bytes change only
+when its own rows or links do (a recrawl's change detection sees only real changes).
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ def board_page(world: ForumWorld, board_id: str, page: int) -> bytes:
     crumb = f'<a href="{board_url(board_id)}">{escape(board.name)}</a>'
     body = (f'{_crumbs(crumb)}<h1 class="board-name">{escape(board.name)}</h1>\n'
             f'<table class="threads">\n{rows}</table>\n'
-            f'{_pager(links, f"Page {page} of {last}")}')
+            f'{_pager(links, f"Page {page}")}')
     return _html(f"{board.name} - page {page} - {SITE_NAME}", _head_links(links), body)
 
 
@@ -91,12 +94,13 @@ def thread_page(world: ForumWorld, thread: Thread, after: int | None) -> bytes:
                       f'{escape(world.boards[bid].name)}</a>' for bid in thread.boards)
     opener = world.users[thread.author_id]
     posts = "".join(_post(world, p, first=p.id == thread.posts[0]) for p in shown)
-    body = (f'{_crumbs(boards)}<article class="thread" data-thread-id="{thread.id}">\n'
-            f'<h1 class="thread-title">{escape(thread.title)}</h1>\n'
-            f'<p class="thread-meta">Started by <a class="author" data-user-id="{opener.id}" '
+    meta = (f'<p class="thread-meta">Started by <a class="author" data-user-id="{opener.id}" '
             f'href="{user_url(opener.id)}">{escape(opener.name)}</a>, '
             f'<span class="reply-count">{thread.reply_count}</span> replies</p>\n'
-            f'{posts}</article>\n{_pager(links, f"Page {page + 1} of {len(pages)}")}')
+            if page == 0 else "")
+    body = (f'{_crumbs(boards)}<article class="thread" data-thread-id="{thread.id}">\n'
+            f'<h1 class="thread-title">{escape(thread.title)}</h1>\n'
+            f'{meta}{posts}</article>\n{_pager(links, f"Page {page + 1}")}')
     return _html(f"{thread.title} - {SITE_NAME}", _head_links(links), body)
 
 

@@ -101,7 +101,7 @@ def _read(url: str, body: bytes, now: datetime, out: Walk) -> list[str]:
         return _index(sel, out)
     if path.startswith("/forum/b/"):
         return sel.css("tr.thread .title a::attr(href)").getall() + nexts
-    return _thread(sel, now, out) + nexts
+    return _thread(sel, now, out, first="after=" not in url) + nexts
 
 
 def _index(sel: Selector, out: Walk) -> list[str]:
@@ -114,13 +114,14 @@ def _index(sel: Selector, out: Walk) -> list[str]:
     return sel.css("a.board-link::attr(href)").getall()
 
 
-def _thread(sel: Selector, now: datetime, out: Walk) -> list[str]:
+def _thread(sel: Selector, now: datetime, out: Walk, first: bool) -> list[str]:
     tid = int(sel.css("article.thread::attr(data-thread-id)").get() or -1)
-    out.records["threads"][tid] = {
-        "thread_id": tid, "title": sel.css("h1.thread-title::text").get(),
-        "author_id": int(sel.css(".thread-meta a.author::attr(data-user-id)").get() or -1),
-        "boards": sorted(sel.css("nav a.board::attr(data-board-id)").getall()),
-        "reply_count": int(sel.css(".reply-count::text").get() or -1)}
+    if first:
+        out.records["threads"][tid] = {
+            "thread_id": tid, "title": sel.css("h1.thread-title::text").get(),
+            "author_id": int(sel.css(".thread-meta a.author::attr(data-user-id)").get() or -1),
+            "boards": sorted(sel.css("nav a.board::attr(data-board-id)").getall()),
+            "reply_count": int(sel.css(".reply-count::text").get() or -1)}
     links = []
     for post in sel.css("div.post"):
         written = post.css(".time::text").get() or ""

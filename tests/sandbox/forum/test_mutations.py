@@ -9,8 +9,9 @@ from datetime import timedelta
 
 import pytest
 
-from sandbox.forum.expected import COLLECTIONS, diff, expected
+from sandbox.forum.expected import COLLECTIONS, changed_pages, diff, expected
 from sandbox.forum.mutations import next_generation
+from sandbox.forum.pages import reactions_url, thread_url
 from sandbox.forum.site import ForumSite
 from sandbox.forum.world import DELETED, ForumWorld
 from sandbox.server import SandboxServer, Site
@@ -111,3 +112,51 @@ def test_mutating_the_running_server_serves_the_next_generation_exactly(
     changes = diff(BEFORE, after)
     for name in COLLECTIONS:
         assert changes[name].apply(first.records[name]) == second.records[name], name
+
+
+def test_the_pages_that_change_are_the_mutations_own_and_the_lists_that_show_them() -> None:
+    changed = changed_pages(BEFORE, AFTER)
+    deleted = BEFORE.threads[MUTATION.deleted_thread]
+    growing, pages = MUTATION.board, BEFORE.board_pages(MUTATION.board)
+    old_pages = {url for url, (was, _) in changed.items() if was == 200}
+    assert old_pages == {
+        "/forum/",  # thread counts
+        "/forum/b/general",  # the replied thread's row shows its new reply count
+        f"/forum/b/{growing}" + (f"?page={pages}" if pages > 1 else ""),  # fills, gains next
+        f"/forum/b/{deleted.boards[0]}" + _page(BEFORE.board_pages(deleted.boards[0])),
+        thread_url(MUTATION.replied_thread),  # its reply count; its last page gains a next
+        *_last_page(BEFORE, MUTATION.replied_thread),
+        _page_of(BEFORE, MUTATION.rescored_post),
+        *_last_reactions(BEFORE, MUTATION.reacted_post),
+        thread_url(deleted.id),
+        *{url for p in deleted.posts for url in _all_reactions(BEFORE, p)},
+    }
+    assert {changed[thread_url(deleted.id)], changed[reactions_url(deleted.posts[0])]} == {
+        (200, 410)}
+    assert all(was == 404 for url, (was, _) in changed.items() if url not in old_pages)
+
+
+def _page(n: int) -> str:
+    return f"?page={n}" if n > 1 else ""
+
+
+def _last_page(world: ForumWorld, thread: int) -> set[str]:
+    pages = world.thread_pages(world.threads[thread])
+    return {thread_url(thread, pages[-2][-1].id) if len(pages) > 1 else thread_url(thread)}
+
+
+def _page_of(world: ForumWorld, post: int) -> str:
+    thread = world.threads[world.posts[post].thread_id]
+    for i, page in enumerate(world.thread_pages(thread)):
+        if any(p.id == post for p in page):
+            return thread_url(thread.id, world.thread_pages(thread)[i - 1][-1].id if i else None)
+    raise AssertionError(post)
+
+
+def _all_reactions(world: ForumWorld, post: int) -> list[str]:
+    pages = world.reaction_pages(post)
+    return [reactions_url(post, None)] + [reactions_url(post, p[-1].id) for p in pages[:-1]]
+
+
+def _last_reactions(world: ForumWorld, post: int) -> list[str]:
+    return _all_reactions(world, post)[-1:]
