@@ -8,4 +8,5 @@
     mutations.py    the next generation of a world, for recrawl tests
     expected.py     what a correct crawl stores (the crawler's contract), and diffs
     fast_server.py  an asyncio server of pre-rendered pages, for benchmarks
+    __main__.py     ``python -m sandbox.forum --shape large``: a shape's crawl figures
 """

@@ -33,8 +33,8 @@ from sandbox.forum.world import (
     Reaction,
     Thread,
     User,
-    _body,
-    _title,
+    random_body,
+    random_title,
 )
 
 NEW_WINDOW = 29 * MINUTE
@@ -148,7 +148,7 @@ class _Mutator:
         for tid in new:
             author = first_author if tid == new[0] else self.rnd.choice(self.uids)
             replies = [self.rnd.choice(self.uids) for _ in range(self.rnd.randint(0, 2))]
-            self.threads[tid] = Thread(tid, _title(self.rnd), author, (board_id,),
+            self.threads[tid] = Thread(tid, random_title(self.rnd), author, (board_id,),
                                        posts=self.add_posts(tid, [author, *replies], NEW_WINDOW))
         self.boards[board_id] = replace(board, threads=board.threads + new)
         return new
@@ -186,7 +186,7 @@ class _Mutator:
         ids = []
         for author, age in zip(authors, self.ages(len(authors), oldest), strict=True):
             self.posts[self.next_post] = Post(
-                self.next_post, thread_id, author, _body(self.rnd),
+                self.next_post, thread_id, author, random_body(self.rnd),
                 self.world.now - timedelta(seconds=age), self.rnd.randint(0, 20))
             ids.append(self.next_post)
             self.next_post += 1

@@ -269,7 +269,8 @@ class _Generator:
         """Threads by id with their boards and status; no posts yet."""
         shape, rnd = self.shape, self.rnd("threads")
         board_ids = [_board_id(i) for i in range(len(shape.boards))]
-        homes = [b for b, n in enumerate(shape.boards) for _ in range(n - _cross_in(shape)[b])]
+        cross_in = _cross_in(shape)
+        homes = [b for b, n in enumerate(shape.boards) for _ in range(n - cross_in[b])]
         rnd.shuffle(homes)
         ids = {FIRST_THREAD + i: home for i, home in enumerate(homes)}
         second: dict[int, int] = {}
@@ -283,7 +284,7 @@ class _Generator:
         out = {}
         for tid, home in ids.items():
             boards = (board_ids[home],) + ((board_ids[second[tid]],) if tid in second else ())
-            out[tid] = Thread(tid, _title(rnd), rnd.choice(uids), boards,
+            out[tid] = Thread(tid, random_title(rnd), rnd.choice(uids), boards,
                               status.get(tid, LIVE), row_replies=rnd.randint(0, 9))
         return out
 
@@ -307,7 +308,7 @@ class _Generator:
         posts: dict[int, Post] = {}
         by_thread: dict[int, list[int]] = {t.id: [] for t in live}
         for pid, (age, tid, _, author) in enumerate(drafts, FIRST_POST):
-            posts[pid] = Post(pid, tid, author, _body(rnd), self.now - timedelta(seconds=age),
+            posts[pid] = Post(pid, tid, author, random_body(rnd), self.now - timedelta(seconds=age),
                               _score(rnd))
             by_thread[tid].append(pid)
         out = {tid: replace(t, posts=tuple(by_thread[tid])) if t.status == LIVE else t
@@ -369,12 +370,14 @@ def _board_id(i: int) -> str:
     return _board(i)[0]
 
 
-def _title(rnd: random.Random) -> str:
+def random_title(rnd: random.Random) -> str:
+    """A thread title: words that need escaping in HTML, some non-ASCII."""
     words = [rnd.choice(TITLE_WORDS) for _ in range(rnd.randint(3, 7))]
     return " ".join(words).capitalize() + rnd.choice(["?", "", "!", " (solved)"])
 
 
-def _body(rnd: random.Random) -> str:
+def random_body(rnd: random.Random) -> str:
+    """A post's text: one line of words, with ``&``, quotes and a tag written as text."""
     return " ".join(rnd.choice(BODY_WORDS) for _ in range(rnd.randint(6, 30)))
 
 
