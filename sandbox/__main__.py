@@ -1,12 +1,14 @@
 """``python -m sandbox [--port P] [--seed S] [--users N] [--articles N] [--reposts N]
-[--exits N] [--burnt-exits N] [--exits-file PATH] [--no-defences]``.
+[--exits N] [--burnt-exits N] [--exits-file PATH] [--no-defences]
+[--forum-shape small|large] [--forum-seed S]``.
 
-Serves the demo site on 127.0.0.1 until SIGTERM; prints its base URL on stdout once
-listening, and writes it to ``--url-file`` when given. Every defence is on
-(``Defences.on()``) unless ``--no-defences``; ``--exits`` forward proxies
-(``sandbox.exits``) listen next to it, their URLs written to ``--exits-file`` (what
-``PROXY_FILE`` reads), and the last ``--burnt-exits`` of them are banned from the
-start, as a bought proxy list always holds a few burnt addresses.
+Serves the demo site, and the forum under ``/forum/``, on 127.0.0.1 until SIGTERM;
+prints its base URL on stdout once listening, and writes it to ``--url-file`` when
+given. Every defence is on (``Defences.on()``) unless ``--no-defences`` (the forum has
+none); ``--exits`` forward proxies (``sandbox.exits``) listen next to it, their URLs
+written to ``--exits-file`` (what ``PROXY_FILE`` reads), and the last ``--burnt-exits``
+of them are banned from the start, as a bought proxy list always holds a few burnt
+addresses.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 
 from sandbox.defences import Defences
 from sandbox.exits import Exits
+from sandbox.forum.site import ForumSite
+from sandbox.forum.world import SHAPES, ForumWorld
 from sandbox.server import SandboxServer, Site
 from sandbox.world import Shape, World
 
@@ -35,6 +39,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--burnt-exits", type=int, default=1, help="exits banned from the start")
     p.add_argument("--exits-file", type=Path, help="write the proxies' URLs here")
     p.add_argument("--no-defences", action="store_true", help="serve without any defence")
+    p.add_argument("--forum-shape", choices=sorted(SHAPES), default="small")
+    p.add_argument("--forum-seed", type=int, default=7)
     return p.parse_args(argv)
 
 
@@ -49,7 +55,9 @@ def main(argv: list[str]) -> int:
     args = parse_args(argv)
     world = World(args.seed, Shape(users=args.users, articles=args.articles, reposts=args.reposts))
     exits = Exits(args.exits).start()
-    server = SandboxServer(Site(world, defences=defences_for(args, exits)), args.host, args.port)
+    forum = ForumSite(ForumWorld.build(args.forum_seed, SHAPES[args.forum_shape]))
+    server = SandboxServer(Site(world, defences=defences_for(args, exits), forum=forum),
+                           args.host, args.port)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     if args.exits_file:
         exits.write(args.exits_file)

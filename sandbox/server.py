@@ -8,7 +8,9 @@ Routes (h5 = mobile web JSON/HTML, app = the app's article pages):
     GET /app/article/<aid>                   HTML article detail
     GET /api/comments?article_id=A&cursor=C  JSON, cursor-paged comments
 
-plus login and device registration (``sandbox.login``) and ``GET /health``. ``Faults``
+plus login and device registration (``sandbox.login``) and ``GET /health``; the forum
+(``sandbox.forum``) is mounted under ``/forum/``, with neither defences nor faults but
+``latency_s``. ``Faults``
 make it misbehave for tests; ``Defences`` (``sandbox.defences``) make it defend itself
 like a real site.
 """
@@ -22,6 +24,7 @@ import re
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
@@ -31,6 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from sandbox.calls import Answer, Call, json_answer
 from sandbox.defences import Defences, Guard
+from sandbox.forum.site import ForumSite
 from sandbox.world import World
 
 Reply = tuple[int, str, bytes]  # status, content type, body
@@ -76,8 +80,9 @@ class Site:
     """Pure request -> reply functions over a ``World``; no sockets here."""
 
     def __init__(self, world: World, faults: Faults | None = None,
-                 defences: Defences | None = None) -> None:
+                 defences: Defences | None = None, forum: ForumSite | None = None) -> None:
         self.world = world
+        self.forum = forum or ForumSite()
         self.faults = faults or Faults()
         self.guard = Guard(defences)
         self._seen: dict[str, int] = {}
@@ -102,6 +107,8 @@ class Site:
             return json_answer(200, {"ok": True})
         if self.faults.latency_s:
             time.sleep(self.faults.latency_s)
+        if call.path.startswith("/forum/"):
+            return self.forum.answer(call)
         screened = self.guard.screen(call) or self.guard.route(call)
         if screened is not None:
             return screened
@@ -234,7 +241,7 @@ class Handler(BaseHTTPRequestHandler):
             answer = self.server.site.answer(call)
             status = answer.status
             self.server.count(status)
-            self.send_response(status)
+            self._status_line(answer)
             self._retry_after(answer)
             for name, value in answer.headers:
                 self.send_header(name, value)
@@ -246,6 +253,16 @@ class Handler(BaseHTTPRequestHandler):
             delivered = True
         finally:
             self.server.answered(token, status, delivered)
+
+    def _status_line(self, answer: Answer) -> None:
+        """The status, then ``Server`` and ``Date``, unless the answer brings its own
+        ``Date`` (the forum's clock is not the machine's)."""
+        if not answer.has_header("Date"):
+            self.send_response(answer.status)
+            return
+        self.log_request(answer.status)
+        self.send_response_only(answer.status)
+        self.send_header("Server", self.version_string())
 
     def _call(self) -> Call:
         """The request as views see it; the client address is the exit the site sees."""
@@ -343,6 +360,17 @@ class SandboxServer(ThreadingHTTPServer):
         """Requests answered so far, in the order they were answered."""
         with self._lock:
             return list(self.log.hits)
+
+    def fetch_counts(self, prefix: str = "") -> Counter[str]:
+        """How many times each URL under ``prefix`` was asked for (``url_key`` form),
+        answered or not: a client may read its reply before ``answered`` logs it."""
+        with self._lock:
+            urls = [hit.url for hit in (*self.log.hits, *self.log.in_flight.values())]
+        return Counter(url for url in urls if url.startswith(prefix))
+
+    def duplicates(self, prefix: str = "") -> dict[str, int]:
+        """URLs under ``prefix`` asked for more than once: empty after an exact crawl."""
+        return {url: n for url, n in self.fetch_counts(prefix).items() if n > 1}
 
     @property
     def base_url(self) -> str:
