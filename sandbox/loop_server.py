@@ -107,9 +107,11 @@ def reason(status: int) -> str:
 class Conn:
     """The connection a ``Script`` writes to; every wait ends when the client goes away."""
 
-    def __init__(self, transport: asyncio.Transport, lost: asyncio.Event) -> None:
+    def __init__(self, transport: asyncio.Transport, lost: asyncio.Event,
+                 writable: asyncio.Event) -> None:
         self.transport = transport
         self.lost = lost
+        self.writable = writable  # cleared while the client reads slower than we write
 
     @property
     def closed(self) -> bool:
@@ -118,6 +120,11 @@ class Conn:
     def write(self, data: bytes) -> None:
         if not self.closed:
             self.transport.write(data)
+
+    async def drain(self) -> None:
+        """Wait until the client has read enough of what was written (or is gone): a script
+        that writes much (an endless body) must not pile it up in memory."""
+        await self.writable.wait()
 
     async def wait(self, seconds: float) -> bool:
         """Sleep ``seconds`` or until the client goes; True when it is still there."""
@@ -194,6 +201,8 @@ class HttpProtocol(asyncio.Protocol):
         self.client = "?"
         self.transport: asyncio.Transport | None = None
         self.lost = asyncio.Event()
+        self.writable = asyncio.Event()
+        self.writable.set()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -205,11 +214,20 @@ class HttpProtocol(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.lost.set()
+        self.writable.set()  # nobody waits to write to a closed connection
         if self.transport is not None:
             self.live.connections.discard(self.transport)
         self.transport = None
 
+    def pause_writing(self) -> None:
+        self.writable.clear()
+
+    def resume_writing(self) -> None:
+        self.writable.set()
+
     def data_received(self, data: bytes) -> None:
+        if self.busy:
+            return  # a script owns the connection: what the client sends now is not read
         self.buffer += data
         self.serve_buffered()
 
@@ -251,7 +269,7 @@ class HttpProtocol(asyncio.Protocol):
     def run_script(self, script: Script) -> None:
         assert self.transport is not None
         self.busy = True
-        conn = Conn(self.transport, self.lost)
+        conn = Conn(self.transport, self.lost, self.writable)
 
         async def run() -> None:
             try:
