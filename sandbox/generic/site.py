@@ -35,7 +35,9 @@ entries, they lead nowhere new.
 Links come in many forms, as on a real site: absolute, root-relative,
 path-relative (``../docs/a/p01.html``), with a ``./`` segment, protocol-relative
 (``//127.0.0.1:PORT/...``), with fragments, and duplicated many times over on the
-index pages. Some point off-site (``*.other.example``: never fetched, they do not
+index pages, where most carry an anchor of their own (``p01.html#entry-123``),
+as a generated index's entries do: some 13,000 distinct strings on each index
+page name fewer than 300 pages. Some point off-site (``*.other.example``: never fetched, they do not
 resolve here), some at ``/private/``, and a few are ``mailto:``, ``javascript:``
 and ``tel:``. No link has a query string, uppercase scheme or host, default port
 or a dot segment outside a relative reference: those are the URL canon's business,
@@ -283,14 +285,14 @@ def build(shape: Shape, base: str) -> GenericSite:
         section = f"/docs/{section_slug(s)}/"
         html(path, "doc", f"{TOPICS[p % len(TOPICS)].title()} ({section_name(s)})",
              ["./", *(w.href(path, t, "relative") for t in dict.fromkeys(siblings)), "#usage",
-              f"https://other.example{path}"], w.paragraphs(3),
+              f"https://other.example{path}"], w.paragraphs(8),
              description=None if n % 7 == 6 else "",
              canonical=site.url(section) if p % 5 == 4 else "")
     for n, (s, p) in enumerate(docs):
         path = notes_path(s, p)
         deeper = [w.href(path, f"/deep/{n + 1}.html", "root")] if n < shape.deep else []
         html(path, "notes", f"Notes on {TOPICS[p % len(TOPICS)]} ({section_name(s)})",
-             [*deeper, f"http://www.other.example/notes/{n + 1}"], w.paragraphs(2))
+             [*deeper, f"http://www.other.example/notes/{n + 1}"], w.paragraphs(4))
     for n in range(shape.deep):
         html(f"/deep/{n + 1}.html", "deep", f"Deep page {n + 1}", [], w.paragraphs(1))
     for n in range(shape.orphans):
@@ -304,8 +306,9 @@ def build(shape: Shape, base: str) -> GenericSite:
 
 def index_links(w: Writer, source: str, targets: list[str], nav_targets: list[str],
                 private: list[str], count: int) -> list[str]:
-    """``count`` links: every target many times in every form, with off-site, nav and private
-    links mixed in, and a self-link, as a generated index or a big sitemap page has them."""
+    """``count`` links: every target many times in every form, most with an anchor of their
+    own (as a generated index links ``page.html#term``), with off-site, nav and private
+    links mixed in, and a self-link."""
     links = ["#top", *SPECIAL]
     for i in range(count - len(links)):
         if i % 40 == 39:
@@ -317,5 +320,6 @@ def index_links(w: Writer, source: str, targets: list[str], nav_targets: list[st
         else:
             target = targets[i % len(targets)]
             form = FORMS[(i // len(targets) + i) % len(FORMS)]
-            links.append(w.href(source, target, form, anchor=f"entry-{i % 13}"))
+            href = w.href(source, target, form, anchor=f"entry-{i}")
+            links.append(href if "#" in href or i % 2 == 0 else f"{href}#entry-{i}")
     return links
