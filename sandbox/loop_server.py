@@ -399,9 +399,9 @@ class LoopServer:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGINT):
                 loop.add_signal_handler(sig, self.stop)
-            print(" ".join(self.urls), flush=True)
-            if url_file is not None:
+            if url_file is not None:  # first: whoever reads stdout may look for it at once
                 url_file.write_text(self.url + "\n")
+            print(" ".join(self.urls), flush=True)
             await self.serve(max_seconds)
 
         try:

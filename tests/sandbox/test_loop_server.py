@@ -5,8 +5,11 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +122,27 @@ def test_two_addresses_are_counted_apart() -> None:
 def test_only_loopback_addresses_can_be_bound() -> None:
     with pytest.raises(ValueError, match=r"127\.0\.0\.0/8"):
         bind("0.0.0.0")
+
+
+@pytest.mark.parametrize("module", ["sandbox.polite", "sandbox.generic", "sandbox.hostile"])
+def test_each_site_serves_from_its_entry_point_until_sigterm(module: str, tmp_path: Path) -> None:
+    url_file = tmp_path / "url"
+    proc = subprocess.Popen([sys.executable, "-m", module, "--max-seconds", "60",
+                             "--url-file", str(url_file)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[0]
+        assert url_file.read_text().strip() == url
+        with socket.create_connection(address(url), timeout=5) as sock:
+            sock.sendall(b"GET /_sandbox/stats HTTP/1.0\r\n\r\n")
+            assert sock.recv(100).startswith(b"HTTP/1.1 200 OK")
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+    assert not url_file.exists()  # a stale URL would point at nothing
+
+
+def test_a_site_stops_by_itself_when_its_lifetime_ends() -> None:
+    proc = subprocess.run([sys.executable, "-m", "sandbox.polite", "--max-seconds", "0.5"],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stdout.startswith("http://127.0.0.1:")

@@ -115,11 +115,13 @@ def crawl(url: str) -> tuple[list[dict[str, Any]], int]:
     return records, requests
 
 
-def test_a_polite_crawl_gets_exactly_the_expected_records(defended: LoopServer) -> None:
-    records, requests = crawl(defended.url)
+def test_a_polite_crawl_gets_exactly_the_expected_records() -> None:
+    server = serve(PoliteDefences())  # the benchmark's defences: 50/s, burst 50, 503s, agents
+    records, requests = crawl(server.url)
+    server.close()
     catalogue = Catalogue(1, SMALL)
     assert sorted(records, key=lambda r: r["id"]) == catalogue.expected_records()
-    statuses = defended.tally.statuses("127.0.0.1")
+    statuses = server.tally.statuses("127.0.0.1")
     assert statuses[200] == len(catalogue.chain_paths())
     assert statuses[503] == len(flaky_targets(1, catalogue.chain_paths(), 0.10))
     assert requests == sum(statuses.values())
