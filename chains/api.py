@@ -2,6 +2,7 @@
 
     step          declare a step: @step("site.platform.step", url="{base_url}/...")
     Parsed        what a parse returns: items, follow lists, the next page
+    Page          the input of a step that fetches the URL it is given
     Item          a stored record: class Post(Item, collection="posts", key="id")
     Request       what a step sends (a request function returns one)
     Response      what a parse reads: css(), xpath(), json(), text, headers, date, follow()
@@ -12,10 +13,10 @@
 """
 
 from chains.runtime.site import Hooks, Signal, Site, SiteSettings, UnitContext
-from chains.runtime.step import Parsed, step
+from chains.runtime.step import Page, Parsed, step
 from config import Politeness
 from external_interface.http import Request, Response
 from external_interface.storage import Item
 
-__all__ = ["Hooks", "Item", "Parsed", "Politeness", "Request", "Response", "Signal", "Site",
+__all__ = ["Hooks", "Item", "Page", "Parsed", "Politeness", "Request", "Response", "Signal", "Site",
            "SiteSettings", "UnitContext", "step"]

@@ -129,6 +129,11 @@ class Response:
         url = self.urljoin(href) if href else None
         return {"url": url, **fields} if url else None
 
+    def next_link(self, **fields: Any) -> dict[str, Any] | None:
+        """The page's ``rel="next"`` link (``<link>`` or ``<a>``) as a ``follow`` record:
+        the next page of a paged list; None on its last page."""
+        return self.follow(self.css("[rel~=next]::attr(href)").get(), **fields)
+
     def follow_all(self, hrefs: Iterable[str], **fields: Any) -> list[dict[str, Any]]:
         """``follow`` for each link, unfetchable ones dropped, duplicates kept once."""
         records: dict[str, dict[str, Any]] = {}

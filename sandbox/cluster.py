@@ -31,15 +31,18 @@ from chains.runtime.context import Runtime
 from chains.runtime.job import Job
 from chains.runtime.launch import launch
 from chains.runtime.model import Chain
+from chains.runtime.registry import site_names
 from config import Settings
 from sandbox.defences import Defences
 from sandbox.exits import Exits
+from sandbox.forum.site import ForumSite
 from sandbox.server import Faults, SandboxServer, Site
 from sandbox.world import World
 from utils import embedded_redis
 from worker import make_app
 
 ROOT = Path(__file__).resolve().parent.parent
+QUEUES = ",".join(site_names())  # a worker here serves every site the sandbox serves
 
 FAST_FAILURE_ENV = {
     "CELERY_VISIBILITY_TIMEOUT": "12",
@@ -94,9 +97,10 @@ class Cluster:
 
     def __init__(self, workdir: Path, world: World, extra_env: dict[str, str] | None = None,
                  faults: Faults | None = None, defences: Defences | None = None,
-                 exits: int = 4):
+                 exits: int = 4, forum: ForumSite | None = None):
         self.workdir = workdir
         self.world = world
+        self.forum = forum
         self.faults = faults
         self.defences = defences
         self.exits = Exits(exits) if defences is not None else None
@@ -114,7 +118,7 @@ class Cluster:
         """Start everything; ``redis=False`` leaves the broker for later (``start_redis``)."""
         if redis:
             self.start_redis()
-        self.sandbox = SandboxServer(Site(self.world, self.faults, self.defences))
+        self.sandbox = SandboxServer(Site(self.world, self.faults, self.defences, self.forum))
         self.sandbox.start_in_thread()
         self.env["DEMO_BASE_URL"] = self.sandbox.base_url
         if self.exits is not None:
@@ -145,7 +149,7 @@ class Cluster:
         name = name or f"w{len(self.workers)}"
         log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
         proc = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", "demo",
+            [sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", QUEUES,
              "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
              "--loglevel", "INFO", "--without-mingle", "--without-gossip"],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
@@ -212,9 +216,10 @@ class Cluster:
 
     @property
     def site_settings(self) -> dict[str, dict[str, Any]]:
-        """The demo site's settings for a job on this cluster: its sandbox's address."""
+        """The sites' settings for a job on this cluster: its sandbox's address."""
         assert self.sandbox is not None
-        return {"demo": {"base_url": self.sandbox.base_url}}
+        return {"demo": {"base_url": self.sandbox.base_url},
+                "forum": {"base_url": f"{self.sandbox.base_url}/forum"}}
 
     def launch(self, chain: Chain, **params: Any) -> Job:
         return launch(chain, params, runtime=self.runtime, settings=self.site_settings)
@@ -236,8 +241,9 @@ class Cluster:
 def running_cluster(workdir: Path, world: World, workers: int = 1, concurrency: int = 2,
                     extra_env: dict[str, str] | None = None,
                     faults: Faults | None = None,
-                    defences: Defences | None = None) -> Iterator[Cluster]:
-    cluster = Cluster(workdir, world, extra_env, faults, defences)
+                    defences: Defences | None = None,
+                    forum: ForumSite | None = None) -> Iterator[Cluster]:
+    cluster = Cluster(workdir, world, extra_env, faults, defences, forum=forum)
     try:
         yield cluster.start(workers, concurrency)
     finally:

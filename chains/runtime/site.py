@@ -5,6 +5,8 @@
 
     SITE = Site("forum", settings=Settings, politeness=Politeness(rate_per_s=5))
 
+or, for a site whose only knob is where it lives, ``Site("forum", base_url="http://...")``.
+
 ``SITE`` may sit in any module of the site's package (the registry finds it); a site
 that declares none gets ``Site(name)``: no politeness of its own, no providers, no
 hooks. Settings are the site's knobs, like Scrapy's ``custom_settings``, but per
@@ -110,6 +112,7 @@ class Site:
 
     name: str
     settings: type[SiteSettings] = SiteSettings
+    base_url: str = ""  # the default of ``settings.base_url`` when it declares none
     politeness: Politeness | None = None
     providers: SiteProviders | None = None
     hooks: Hooks = field(default_factory=Hooks)
@@ -122,8 +125,11 @@ class Site:
         if unknown:
             raise ValueError(f"site {self.name!r} has no setting {', '.join(unknown)} "
                              f"(settings: {', '.join(self.settings.model_fields)})")
-        return self.settings(_env_prefix=f"{self.name.upper()}_",
+        read = self.settings(_env_prefix=f"{self.name.upper()}_",
                              _env_file=env_file or cluster_env_file(), **overrides)
+        if not read.base_url and self.base_url:
+            return read.model_copy(update={"base_url": self.base_url.rstrip("/")})
+        return read
 
     def stored_settings(self, stored: dict[str, Any]) -> SiteSettings:
         """The settings a launch stored with its job, as every unit of the job sees them."""

@@ -43,6 +43,13 @@ PAGE_TYPES = ("text/html", "application/xhtml+xml", "application/json", "applica
               "text/json", "text/plain", "text/javascript", "application/javascript")
 
 
+class Page(BaseModel):
+    """The input of a step that fetches the URL it is given (its default ``url="{url}"``):
+    a record from ``response.follow(href)`` maps onto it."""
+
+    url: str = ""
+
+
 @dataclass
 class Parsed(Generic[ItemT]):
     """What a parse returns: items to store, records to fan out from, the next page.

@@ -1,0 +1,15 @@
+"""The forum's chain: boards -> board pages -> threads -> their authors and reactions."""
+
+from chains.runtime.model import Chain, Link, Step
+
+forum = Chain(
+    name="forum", start="boards",
+    steps={"boards": Step(task="forum.web.boards"),
+           "board": Step(task="forum.web.board", inline_next=20),
+           "thread": Step(task="forum.web.thread", batch_size=10, inline_next=20),
+           "user": Step(task="forum.api.user", batch_size=20),
+           "reactions": Step(task="forum.api.reactions", batch_size=20, inline_next=20)},
+    links=[Link(src="boards", records="board_pages", dst="board", map={"url": "url"}),
+           Link(src="board", records="threads", dst="thread", map={"url": "url"}),
+           Link(src="thread", records="posts", dst="user", map={"author_id": "author_id"}),
+           Link(src="thread", records="posts", dst="reactions", map={"post_id": "post_id"})])

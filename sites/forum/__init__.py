@@ -1,0 +1,104 @@
+"""A forum: boards -> threads (HTML, rel=next pages) -> authors, reactions (JSON API)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from chains.api import Item, Page, Parsed, Response, Site, step
+from utils.dates import relative_time
+from utils.numbers import short_number
+
+SITE = Site("forum", base_url="http://127.0.0.1:8765/forum")
+
+
+class Board(Item, collection="boards", key="board_id"):
+    board_id: str
+    name: str
+    description: str
+    thread_count: int
+
+class Thread(Item, collection="threads", key="thread_id"):
+    thread_id: int
+    title: str
+    author_id: int
+    boards: list[str]
+    reply_count: int
+
+class Post(Item, collection="posts", key="post_id"):
+    post_id: int
+    thread_id: int
+    author_id: int
+    body: str
+    created_at: datetime
+    score: int
+
+class User(Item, collection="users", key="user_id"):
+    user_id: int
+    name: str
+    joined: str
+    reputation: int
+
+class Reaction(Item, collection="reactions", key="reaction_id"):
+    reaction_id: int
+    post_id: int
+    user_id: int
+    kind: str
+    created_at: str
+
+
+@step("forum.web.boards", url="{base_url}/", follows="board_pages")
+def boards(page: Page, response: Response) -> Parsed[Board]:
+    rows = response.css("li.board")
+    return Parsed([Board(board_id=row.attrib["data-board-id"], name=row.css("a::text").get(""),
+                         description=row.css(".description::text").get(""),
+                         thread_count=int(row.css(".thread-count::text").get(""))) for row in rows],
+                  follow={"board_pages": response.follow_all(rows.css("a::attr(href)").getall())})
+
+
+@step("forum.web.board", url="{url}", follows="threads")
+def board(page: Page, response: Response) -> Parsed[Item]:
+    links = response.css("tr.thread .title a::attr(href)").getall()
+    return Parsed(follow={"threads": response.follow_all(links)}, next_page=response.next_link())
+
+
+@step("forum.web.thread", url="{url}")
+def thread(page: Page, response: Response) -> Parsed[Thread | Post]:
+    article = response.css("article.thread")
+    thread_id = int(article.attrib["data-thread-id"])
+    items: list[Thread | Post] = [Post(
+        post_id=int(post.attrib["data-post-id"]), thread_id=thread_id,
+        author_id=int(post.css("a.author::attr(data-user-id)").get("")),
+        body=post.css(".body p::text").get(""),
+        score=short_number(post.css(".score::text").get("")),
+        created_at=relative_time(post.css(".time::text").get(""), response.date))
+        for post in article.css("div.post")]
+    if meta := article.css(".thread-meta"):
+        items.append(Thread(thread_id=thread_id, title=article.css("h1::text").get(""),
+                            author_id=int(meta.css("a.author::attr(data-user-id)").get("")),
+                            boards=sorted(response.css("a.board::attr(data-board-id)").getall()),
+                            reply_count=int(meta.css(".reply-count::text").get(""))))
+    return Parsed(items, next_page=response.next_link())
+
+
+class Author(BaseModel):
+    author_id: int
+
+@step("forum.api.user", url="{base_url}/api/users/{author_id}")
+def user(author: Author, response: Response) -> Parsed[User]:
+    data = response.json()
+    return Parsed([User(user_id=data.pop("id"), **data)])
+
+
+class ReactionPage(BaseModel):
+    post_id: int
+    cursor: str | None = None
+
+@step("forum.api.reactions", url="{base_url}/api/posts/{post_id}/reactions", query="cursor")
+def reactions(page: ReactionPage, response: Response) -> Parsed[Reaction]:
+    data = response.json()
+    more = data["next_cursor"]
+    return Parsed([Reaction(reaction_id=r.pop("id"), post_id=page.post_id, **r)
+                   for r in data["reactions"]],
+                  next_page=ReactionPage(post_id=page.post_id, cursor=more) if more else None)
