@@ -8,7 +8,7 @@ from pathlib import Path
 
 from chains.api import Page
 from external_interface.http import Response
-from sites.forum import Author, ReactionPage, board, boards, reactions, thread, user
+from sites.forum import Author, Post, ReactionPage, Thread, board, boards, reactions, thread, user
 
 PAGES = Path(__file__).resolve().parent / "pages"
 BASE = "http://127.0.0.1:8765"
@@ -43,8 +43,8 @@ def test_the_last_board_page_has_no_next_page() -> None:
 
 def test_a_threads_first_page_yields_the_thread_and_its_posts() -> None:
     parsed = thread(Page(), saved("thread_first.html", "/forum/t/1017"))
-    [record] = [i for i in parsed.items if i.collection == "threads"]
-    posts = [i for i in parsed.items if i.collection == "posts"]
+    [record] = [i for i in parsed.items if isinstance(i, Thread)]
+    posts = [i for i in parsed.items if isinstance(i, Post)]
     assert record.model_dump() == {"thread_id": 1017, "title": record.title, "author_id": 20,
                                    "boards": record.boards, "reply_count": 22}
     assert len(posts) == 10 and {p.model_dump()["thread_id"] for p in posts} == {1017}
