@@ -5,6 +5,8 @@
 #   ./control.sh test [--slow|--all] [pytest args]   (ruff, mypy --strict, lint-imports, pytest)
 #   ./control.sh start|stop|restart|status [redis|sandbox|worker|beat|flower|exporter|all]
 #                      [--queues q1,q2] [--concurrency N] [--name NAME]
+#   ./control.sh launch|try|shell|new-site|export|monitor ...   the crawlchain command's
+#                      (python -m chains VERB --help); e.g. ./control.sh monitor --once --json
 #   ./control.sh monitor [--once] [--json] [--interval S]
 #   ./control.sh logs [component]
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv] [--out FILE] [--job JOB_ID]
@@ -315,8 +317,7 @@ main() {
     restart) cmd_stop "$@"; cmd_start "$@" ;;
     status) cmd_status ;;
     logs) cmd_logs "$@" ;;
-    monitor) cmd_setup; "$PY" -m monitor "$@" ;;
-    export) cmd_setup; "$PY" -m external_interface.storage.export "$@" ;;
+    launch|try|shell|new-site|export|monitor) cmd_setup; "$PY" -m chains "$verb" "$@" ;;
     bench) cmd_setup; cmd_bench "$@" ;;
     faults) cmd_setup; "$PY" -m bench.faults "$@" ;;
     *) usage; [[ -z "$verb" ]] || exit 2 ;;
