@@ -53,7 +53,7 @@ from exceptions import (
 from external_interface.fetch_transport import Deadline, Transport
 from external_interface.url_guard import UrlGuard
 from utils.decode import HtmlElement, XmlElement, decode_body, header_charset, parse_html, parse_xml
-from utils.urls import UnsupportedURL, absolute_url, redact_text, redact_url
+from utils.urls import UnsupportedURL, normalize_url, redact_text, redact_url
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -289,7 +289,7 @@ def _next_hop(hop: Request, url: str, status: int, location: str) -> Request:
     with contextlib.suppress(UnicodeError):  # raw UTF-8 in the header, read as latin-1
         location = location.encode("latin-1").decode("utf-8")
     try:
-        target = absolute_url(url, location)
+        target = normalize_url(location, url)
     except UnsupportedURL as exc:
         raise ResponseRejected(f"redirect refused: {redact_text(str(exc))}",
                                url=redact_url(url), status=status) from None
