@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import time
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -39,18 +40,15 @@ from urllib3.util.request import ACCEPT_ENCODING
 
 from config import FetchSettings
 from exceptions import (
-    Banned,
     ClientError,
     CrawlError,
     NetworkError,
-    NotFound,
-    RateLimited,
+    ProxyRefused,
     ResponseRejected,
-    ServerError,
-    SessionExpired,
     UnsafeURL,
 )
 from external_interface.fetch_transport import Deadline, Transport
+from external_interface.statuses import status_error
 from external_interface.url_guard import UrlGuard
 from utils.decode import HtmlElement, XmlElement, decode_body, header_charset, parse_html, parse_xml
 from utils.urls import UnsupportedURL, normalize_url, redact_text, redact_url
@@ -65,6 +63,7 @@ DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING.replace("
 _ORIGIN_HEADERS = frozenset({"authorization", "proxy-authorization"})
 _BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
 _NETWORK_ERRORS = (urllib3.exceptions.HTTPError, HTTPException, OSError)
+_TUNNEL_407 = re.compile(r"Tunnel connection failed: 407\b")  # http.client's message
 
 
 @dataclass(frozen=True)
@@ -207,6 +206,10 @@ class Fetcher:
             _raise(ResponseRejected, "response headers are invalid", exc, url)
         except ValueError as exc:  # a header or URL http.client refuses to send
             _raise(ClientError, "request cannot be sent", exc, url)
+        except urllib3.exceptions.ProxyError as exc:
+            if _TUNNEL_407.search(str(exc)):  # an https CONNECT the proxy refused
+                _raise(ProxyRefused, "proxy refused the tunnel", exc, url, 407)
+            _raise(NetworkError, "proxy failed", exc, url)
         except _NETWORK_ERRORS as exc:
             what = "fetch deadline passed" if deadline.passed else "request failed"
             _raise(NetworkError, what, exc, url)
@@ -362,35 +365,7 @@ def _read_capped(raw: HTTPResponse, url: str, cap: int, deadline: Deadline) -> b
 
 
 def raise_for_status(response: Response) -> None:
-    """Turn a status into the error branch that says what to do."""
-    status = response.status
-    if status < 400:
-        return
-    url = redact_url(response.url)
-    if status == 429:
-        raise RateLimited("429 Too Many Requests", url=url, status=status,
-                          retry_after=parse_retry_after(response.header("Retry-After")))
-    if status >= 500:
-        raise ServerError(f"{status} from server", url=url, status=status)
-    if status == 401:
-        raise SessionExpired("401 Unauthorized", url=url, status=status)
-    if status == 403:
-        raise Banned("403 Forbidden", url=url, status=status)
-    if status in (404, 410):
-        raise NotFound(f"{status} Not Found", url=url, status=status)
-    raise ClientError(f"{status} client error", url=url, status=status)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date); None if absent/bad."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    from email.utils import parsedate_to_datetime
-
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
+    """Raise the error ``statuses.STATUSES`` names for the response's status, if any."""
+    error = status_error(response.status, redact_url(response.url), response.header("Retry-After"))
+    if error is not None:
+        raise error

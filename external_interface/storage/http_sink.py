@@ -14,10 +14,12 @@ What a sink must accept::
     {"idempotency_key": "<64 hex digits>",
      "items": [{"collection": ..., "key": ..., "data": {...}, "job_id": ..., "seen": <epoch s>}]}
 
-Any 2xx means the batch is durable. 5xx, 408, 425, 429 and connection errors are
-retried with exponential backoff and jitter (``Retry-After`` honoured up to the cap)
-within ``deadline_s``; then ``StorageUnavailable``, and the task retries the unit later.
-Any other status is ``ClientError``: the sink rejects the batch itself.
+Any 2xx means the batch is durable. A status the fetch's table
+(``external_interface.statuses``) calls transient (408, 425, 429, 5xx but 501 and
+505) and connection errors are retried with exponential backoff and jitter
+(``Retry-After`` honoured up to the cap) within ``deadline_s``; then
+``StorageUnavailable``, and the task retries the unit later. Any other status is
+``ClientError``: the sink rejects the batch itself.
 
 Reading is optional. A sink that also answers ``GET <url>?collection=<name>`` with
 ``{"records": [{"key", "data", "job_id", "first_seen", "last_seen"}, ...]}`` (one record
@@ -36,10 +38,10 @@ from typing import Any, NamedTuple
 
 import requests
 
-from exceptions import ClientError, StorageUnavailable
+from exceptions import ClientError, StorageUnavailable, TransientError
+from external_interface.statuses import parse_retry_after, rule_for
 from external_interface.storage import Item
 
-RETRY_STATUSES = frozenset({408, 425, 429})  # and every 5xx
 WRITE_ONLY_STATUSES = frozenset({404, 405, 501})
 RETRYABLE_ERRORS = (
     requests.ConnectionError,
@@ -150,8 +152,9 @@ class HttpSinkStore:
         status = response.status_code
         if response.ok:
             return None
-        if status >= 500 or status in RETRY_STATUSES:
-            retry_after = _seconds(response.headers.get("Retry-After"))
+        rule = rule_for(status)
+        if rule is not None and issubclass(rule.error, TransientError):
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
             return _Failure(f"HTTP {status}", status, retry_after)
         raise ClientError(
             f"http sink {self.url} rejected the batch: HTTP {status} {response.text[:200]}",
@@ -197,10 +200,3 @@ def _entry(job_id: str, item: Item, now: float) -> dict[str, Any]:
         "seen": now,
     }
 
-
-def _seconds(value: str | None) -> float | None:
-    """``Retry-After`` in seconds; the HTTP-date form is ignored (backoff applies)."""
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None

@@ -60,6 +60,23 @@ def test_a_rejected_batch_is_a_client_error_and_is_not_retried(
     assert len(sink_server.sink.posts_received) == 1
 
 
+@pytest.mark.parametrize("status", [422, 501, 505])
+def test_a_status_no_retry_can_change_is_not_retried(
+    sink_server: SinkHTTPServer, status: int,
+) -> None:
+    sink_server.sink.fail_always = status
+    with pytest.raises(ClientError):
+        _sink(sink_server.url).upsert("job-1", posts(1))
+    assert len(sink_server.sink.posts_received) == 1
+
+
+@pytest.mark.parametrize("status", [408, 425, 429, 502, 503])
+def test_a_transient_status_is_retried(sink_server: SinkHTTPServer, status: int) -> None:
+    sink_server.sink.fail_with = [status]
+    _sink(sink_server.url).upsert("job-1", posts(1))
+    assert len(sink_server.sink.posts_received) == 2
+
+
 def test_retry_after_is_honoured(sink_server: SinkHTTPServer) -> None:
     sink_server.sink.fail_with = [503]
     sink_server.sink.retry_after = "0.3"
