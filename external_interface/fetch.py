@@ -56,9 +56,16 @@ from utils.urls import UnsupportedURL, normalize_url, redact_text, redact_url
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CHUNK = 64 * 1024
+# Media types a step can ask for (``Request.accept_types``); a 2xx of another declared
+# type is refused after its headers, body unread. ``PAGE_TYPES`` is what a step that
+# parses HTML or JSON wants; a sitemap step wants ``SITEMAP_TYPES``.
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-XML_TYPES = ("application/xml", "text/xml", "application/rss+xml", "application/atom+xml")
 JSON_TYPES = ("application/json", "text/json", "application/*+json")
+XML_TYPES = ("application/xml", "text/xml", "application/*+xml")
+PAGE_TYPES = (*HTML_TYPES, *JSON_TYPES, "text/plain")
+SITEMAP_TYPES = (*XML_TYPES, "text/plain",  # the sitemap protocol allows a text sitemap
+                 "application/gzip", "application/x-gzip",  # sitemap.xml.gz
+                 "application/octet-stream", "binary/octet-stream")  # .gz from object stores
 DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING.replace(",", ", ")}
 _ORIGIN_HEADERS = frozenset({"authorization", "proxy-authorization"})
 _BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
@@ -323,8 +330,10 @@ def _check_type(raw: HTTPResponse, url: str, accept: tuple[str, ...]) -> None:
     declared = raw.headers.get("content-type", "").split(";")[0].strip().lower()
     if not declared or any(_type_matches(declared, a) for a in accept):
         return
-    raise ResponseRejected(f"content type {declared!r} is not one of {', '.join(accept)}",
-                           url=redact_url(url), status=raw.status)
+    raise ResponseRejected(
+        f"content type {declared!r} is not accepted (accepts {', '.join(accept)}): "
+        "refused unread; add it to the request's accept_types to fetch it",
+        url=redact_url(url), status=raw.status)
 
 
 def _type_matches(declared: str, pattern: str) -> bool:
