@@ -20,7 +20,8 @@
         ├── ClientError         other 4xx
         ├── NotSupported        501, 505: the server will never serve this request
         ├── ResponseRejected    too large, bad scheme, too many redirects, unwanted type
-        ├── OffSite             the request leaves the job's allowed domains
+        ├── OffSite             the request or a redirect leaves the job's allowed domains:
+        │                       the unit is skipped (``skip_reason`` "offsite"), not failed
         ├── UnsafeURL           the host is an address the SSRF guard refuses
         ├── ParseError          the page is not what the parser knows
         ├── RotationsSpent      the unit burnt its rotation budget: every resource tried failed
@@ -141,7 +142,11 @@ class UnsafeURL(PermanentError):
 
 
 class OffSite(PermanentError):
-    """The unit's request leaves the domains its job allows."""
+    """The unit's request, or a redirect it got, leaves the domains its job allows
+    (``utils.domains``). Nothing is wrong with the unit: the runtime ends it as
+    skipped with ``skip_reason``, as Scrapy's offsite middleware drops a request."""
+
+    skip_reason = "offsite"
 
 
 class ParseError(PermanentError):

@@ -6,9 +6,10 @@ so a server dripping a byte a second cannot stretch it); a cap on decoded body
 bytes (urllib3 >= 2.7 decodes in bounded steps, so a gzip, deflate, brotli or
 nested-encoding bomb stops at the cap); a refusal of unwanted content types
 after the headers, before any body byte is read; redirects followed by hand
-with a hop cap, a scheme check and, with a ``UrlGuard``, the SSRF check on
-every hop; ``Authorization`` and ``Proxy-Authorization`` dropped when a redirect
-leaves the origin, cookies when it leaves the host.
+with a hop cap, a scheme check, the job's allowed domains (``OffSite``) and,
+with a ``UrlGuard``, the SSRF check on every hop; ``Authorization`` and
+``Proxy-Authorization`` dropped when a redirect leaves the origin, cookies when
+it leaves the host.
 
 A request is exactly what ``Request`` says: ``params`` urlencoded onto the URL
 (after its own query), ``cookies`` as the Cookie header (an explicit Cookie
@@ -43,6 +44,7 @@ from exceptions import (
     ClientError,
     CrawlError,
     NetworkError,
+    OffSite,
     ProxyRefused,
     ResponseRejected,
     UnsafeURL,
@@ -51,6 +53,7 @@ from external_interface.fetch_transport import Deadline, Transport
 from external_interface.statuses import status_error
 from external_interface.url_guard import UrlGuard
 from utils.decode import HtmlElement, XmlElement, decode_body, header_charset, parse_html, parse_xml
+from utils.domains import AllowedDomains
 from utils.urls import UnsupportedURL, normalize_url, redact_text, redact_url
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
@@ -152,21 +155,28 @@ class Fetcher:
         self._timeout = Timeout(connect=settings.connect_timeout_s, read=settings.read_timeout_s)
         self._no_retries = Retry.from_int(False, redirect=False)  # built once, not per request
 
-    def fetch(self, request: Request) -> Response:
-        """Fetch, following redirects; raise the classified error for a bad outcome."""
-        response = self.fetch_raw(request)
+    def fetch(self, request: Request, allowed: AllowedDomains | None = None) -> Response:
+        """Fetch, following redirects; raise the classified error for a bad outcome.
+
+        ``allowed``: the job's domains; a URL off them, the first or a redirect's,
+        raises ``OffSite`` before it is requested.
+        """
+        response = self.fetch_raw(request, allowed)
         raise_for_status(response)
         return response
 
-    def fetch_raw(self, request: Request) -> Response:
+    def fetch_raw(self, request: Request, allowed: AllowedDomains | None = None) -> Response:
         """Fetch within every bound but without judging the status."""
         with Deadline(self.settings.deadline_s) as deadline:
-            return self._follow(request, deadline)
+            return self._follow(request, deadline, allowed)
 
-    def _follow(self, request: Request, deadline: Deadline) -> Response:
+    def _follow(self, request: Request, deadline: Deadline,
+                allowed: AllowedDomains | None) -> Response:
         hop = request
-        for _ in range(self.settings.max_redirects + 1):
+        for hops in range(self.settings.max_redirects + 1):
             url = with_params(hop.url, hop.params)
+            if allowed and not allowed.allows_url(url):
+                raise OffSite(_offsite(url, allowed, redirected=hops > 0), url=redact_url(url))
             raw = self._send(hop, url, deadline)
             location = raw.headers.get("location")
             if raw.status not in REDIRECTS or location is None:
@@ -232,6 +242,12 @@ class Fetcher:
         return Response(url, raw.status, dict(raw.headers.itermerged()), body,
                         header_charset(raw.headers.get("content-type")),
                         time.monotonic() - deadline.started)
+
+
+def _offsite(url: str, allowed: AllowedDomains, redirected: bool) -> str:
+    host = urlsplit(url).hostname or "(none)"
+    how = "a redirect leads to" if redirected else "the request names"
+    return f"offsite: {how} host {host!r}, outside {', '.join(allowed.domains)}"
 
 
 def with_params(url: str, params: dict[str, str]) -> str:
