@@ -29,17 +29,22 @@
 
 Which status raises which is one table: ``external_interface.statuses.STATUSES``.
 Context lives on the exception (``url``, ``status``), never only in the message.
+Both are masked as they are set (``utils.urls.redact_text``): whoever raises one,
+a site's parser included, no URL password, user token or secret query value
+reaches a log line, a failure record or the monitor through it.
 """
 
 from __future__ import annotations
+
+from utils.urls import redact_text, redact_url
 
 
 class CrawlError(Exception):
     """Base of every error a crawl step raises on purpose."""
 
     def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
-        super().__init__(message)
-        self.url = url
+        super().__init__(redact_text(message))
+        self.url = redact_url(url) if url else url
         self.status = status
 
     @property

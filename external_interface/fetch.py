@@ -54,7 +54,7 @@ from external_interface.statuses import status_error
 from external_interface.url_guard import UrlGuard
 from utils.decode import HtmlElement, XmlElement, decode_body, header_charset, parse_html, parse_xml
 from utils.domains import AllowedDomains
-from utils.urls import UnsupportedURL, normalize_url, redact_text, redact_url
+from utils.urls import UnsupportedURL, normalize_url, redact_text, redact_url, secret_free
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -294,19 +294,7 @@ def _raise(kind: type[CrawlError], what: str, exc: BaseException, url: str,
     """Raise ``kind`` with credentials masked, chained to ``exc`` only if none was in it."""
     error = kind(redact_text(f"{what}: {type(exc).__name__}: {exc}"),
                  url=redact_url(url), status=status)
-    raise error from (exc if _clean_chain(exc) else None)
-
-
-def _clean_chain(exc: BaseException) -> bool:
-    """True when no message a traceback of ``exc``'s chain would print holds a credential."""
-    seen: BaseException | None = exc
-    for _ in range(16):
-        if seen is None:
-            return True
-        if redact_text(str(seen)) != str(seen):
-            return False
-        seen = seen.__cause__ or seen.__context__
-    return False
+    raise error from (exc if secret_free(exc) else None)
 
 
 def _next_hop(hop: Request, url: str, status: int, location: str) -> Request:

@@ -296,6 +296,33 @@ def redact_text(text: str) -> str:
     return _SECRET_QUERY.sub(r"\g<name>***", _CREDENTIALS.sub(_mask_userinfo, text))
 
 
+def url_origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, for endpoints whose path or query is the
+    secret (a chat webhook); ``(unparseable URL)`` when it has none."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "(unparseable URL)"
+    if not parts.scheme or not parts.hostname:
+        return "(unparseable URL)"
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def secret_free(exc: BaseException) -> bool:
+    """True when no message a traceback of ``exc``'s chain would print holds a credential:
+    only then may a masked error be raised ``from exc``."""
+    seen: BaseException | None = exc
+    for _ in range(16):
+        if seen is None:
+            return True
+        if redact_text(str(seen)) != str(seen):
+            return False
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _mask_userinfo(match: re.Match[str]) -> str:
     user, colon, _ = match["userinfo"].partition(":")
     masked = f"{user}:***" if colon else "***"

@@ -21,6 +21,9 @@ Any 2xx means the batch is durable. A status the fetch's table
 ``StorageUnavailable``, and the task retries the unit later. Any other status is
 ``ClientError``: the sink rejects the batch itself.
 
+Credentials in the URL (``https://user:token@host/path``) go to the sink as Basic
+auth and nowhere else: every message and error names the URL with them masked.
+
 Reading is optional. A sink that also answers ``GET <url>?collection=<name>`` with
 ``{"records": [{"key", "data", "job_id", "first_seen", "last_seen"}, ...]}`` (one record
 per key) supports ``count``, ``read`` and the export; a sink answering that GET with
@@ -41,6 +44,7 @@ import requests
 from exceptions import ClientError, StorageUnavailable, TransientError
 from external_interface.statuses import parse_retry_after, rule_for
 from external_interface.storage import Item
+from utils.urls import redact_text, redact_url, secret_free
 
 WRITE_ONLY_STATUSES = frozenset({404, 405, 501})
 RETRYABLE_ERRORS = (
@@ -84,6 +88,7 @@ class HttpSinkStore:
         timeout: tuple[float, float] = (3.05, 10.0),
     ) -> None:
         self.url = url
+        self.shown = redact_url(url)  # what messages name: user:token@ masked
         self.attempts = attempts
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
@@ -114,7 +119,7 @@ class HttpSinkStore:
 
     def collections(self) -> list[str]:
         """The sink protocol reads by collection name only; it has no listing."""
-        raise TypeError(f"http sink {self.url}: cannot list collections; name one to export")
+        raise TypeError(f"http sink {self.shown}: cannot list collections; name one to export")
 
     def read(self, collection: str) -> Iterator[dict[str, Any]]:
         return iter(self._records(collection))
@@ -136,8 +141,8 @@ class HttpSinkStore:
             tries += 1
         if failure is not None:
             raise StorageUnavailable(
-                f"http sink {self.url}: {failure.reason} (gave up after {tries} attempts)",
-                url=self.url,
+                f"http sink {self.shown}: {failure.reason} (gave up after {tries} attempts)",
+                url=self.shown,
                 status=failure.status,
             )
 
@@ -148,7 +153,7 @@ class HttpSinkStore:
                 self.url, data=body, headers=headers, timeout=self.timeout
             )
         except RETRYABLE_ERRORS as exc:
-            return _Failure(f"{type(exc).__name__}: {exc}")
+            return _Failure(redact_text(f"{type(exc).__name__}: {exc}"))
         status = response.status_code
         if response.ok:
             return None
@@ -157,8 +162,8 @@ class HttpSinkStore:
             retry_after = parse_retry_after(response.headers.get("Retry-After"))
             return _Failure(f"HTTP {status}", status, retry_after)
         raise ClientError(
-            f"http sink {self.url} rejected the batch: HTTP {status} {response.text[:200]}",
-            url=self.url,
+            f"http sink {self.shown} rejected the batch: HTTP {status} {response.text[:200]}",
+            url=self.shown,
             status=status,
         )
 
@@ -174,16 +179,17 @@ class HttpSinkStore:
                 self.url, params={"collection": collection}, timeout=self.timeout
             )
         except RETRYABLE_ERRORS as exc:
-            raise StorageUnavailable(f"http sink {self.url}: {exc}", url=self.url) from exc
+            raise StorageUnavailable(f"http sink {self.shown}: {type(exc).__name__}: {exc}",
+                                     url=self.shown) from (exc if secret_free(exc) else None)
         if response.status_code in WRITE_ONLY_STATUSES:
             raise TypeError(
-                f"http sink {self.url} is write-only (GET answered {response.status_code}): "
+                f"http sink {self.shown} is write-only (GET answered {response.status_code}): "
                 "read the items where the sink stores them"
             )
         if not response.ok:
             raise StorageUnavailable(
-                f"http sink {self.url}: GET answered HTTP {response.status_code}",
-                url=self.url,
+                f"http sink {self.shown}: GET answered HTTP {response.status_code}",
+                url=self.shown,
                 status=response.status_code,
             )
         records: list[dict[str, Any]] = response.json()["records"]

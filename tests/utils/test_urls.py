@@ -19,6 +19,8 @@ from utils.urls import (
     numeric_ipv4,
     redact_text,
     redact_url,
+    secret_free,
+    url_origin,
 )
 
 BASE = "https://Example.COM/a/b/page.html?x=1#top"
@@ -205,3 +207,26 @@ def test_credentials_are_masked_anywhere_in_a_log_line() -> None:
     masked = redact_text(line)
     assert "hunter2" not in masked
     assert "redis://:***@r:6379/0" in masked and "http://p:***@10.0.0.1:3128" in masked
+
+
+@pytest.mark.parametrize(("url", "origin"), [
+    ("https://hooks.example.com/services/T0/B0/s3cret", "https://hooks.example.com"),
+    ("http://u:pw@127.0.0.1:9/x?token=1", "http://127.0.0.1:9"),
+    ("http://[::1]:8080/hook", "http://[::1]:8080"),
+    ("hooks.example.com/services/s3cret", "(unparseable URL)"),
+    ("http://[bad/x", "(unparseable URL)"),
+])
+def test_an_endpoint_whose_path_is_its_secret_is_shown_by_its_origin(
+        url: str, origin: str) -> None:
+    assert url_origin(url) == origin
+
+
+def test_an_error_may_be_chained_only_when_no_cause_quotes_a_secret() -> None:
+    try:
+        try:
+            raise OSError("cannot reach http://u:hunter2@10.0.0.7:3128")
+        except OSError as cause:
+            raise RuntimeError("proxy failed") from cause
+    except RuntimeError as leaky:
+        assert not secret_free(leaky)
+    assert secret_free(RuntimeError("proxy failed")) and secret_free(OSError("reset"))
