@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict, SettingsError
 
 from utils import envfile
+from utils.urls import redact_text
 
 HOME = Path(__file__).resolve().parent
 
@@ -272,22 +273,36 @@ class ProxySettings(BaseSettings):
         "429 without Retry-After.")
 
 
+SettingsModel = TypeVar("SettingsModel", bound=BaseSettings)
+
+
+def read(model: type[SettingsModel], env_file: Path | None = None) -> SettingsModel:
+    """``model`` read from the environment (and ``env_file``); a bad value is a
+    ``ValueError`` naming the variable, with URL passwords masked: pydantic quotes the
+    value it refused, and ``PROXY_URLS`` or a Redis URL carry passwords."""
+    try:
+        return model(_env_file=env_file)
+    except (ValidationError, SettingsError) as exc:
+        prefix = str(model.model_config.get("env_prefix", ""))
+        raise ValueError(redact_text(f"{model.__name__} ({prefix}*): {exc}")) from None
+
+
 class Settings:
     """All concerns together; each is read from the environment when built."""
 
     def __init__(self) -> None:
         env = cluster_env_file()  # the environment wins over the file, as in control.sh
         self.env_file = env  # sites' settings are read from it too, at each launch
-        self.broker = BrokerSettings(_env_file=env)
-        self.state = StateSettings(_env_file=env)
-        self.revive = ReviveSettings(_env_file=env)
-        self.storage = StorageSettings(_env_file=env)
-        self.dedup = DedupSettings(_env_file=env)
-        self.politeness = PolitenessSettings(_env_file=env)
-        self.task = TaskSettings(_env_file=env)
-        self.fetch = FetchSettings(_env_file=env)
-        self.resources = ResourceSettings(_env_file=env)
-        self.proxy = ProxySettings(_env_file=env)
+        self.broker = read(BrokerSettings, env)
+        self.state = read(StateSettings, env)
+        self.revive = read(ReviveSettings, env)
+        self.storage = read(StorageSettings, env)
+        self.dedup = read(DedupSettings, env)
+        self.politeness = read(PolitenessSettings, env)
+        self.task = read(TaskSettings, env)
+        self.fetch = read(FetchSettings, env)
+        self.resources = read(ResourceSettings, env)
+        self.proxy = read(ProxySettings, env)
         self.check()
 
     def check(self) -> None:

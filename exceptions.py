@@ -1,38 +1,50 @@
 """One error tree whose branches say what to do.
 
     CrawlError
-    ├── TransientError          retry with exponential backoff and jitter
+    ├── TransientError          retry with exponential backoff and jitter; carries
+    │   │                       ``retry_after`` when the server advised a wait
     │   ├── NetworkError        connect/read timeout, reset, deadline passed
-    │   ├── ServerError         5xx
-    │   ├── RateLimited         429; carries ``retry_after`` (capped by the task)
+    │   ├── TryAgain            408, 425: the server asks for the request again later
+    │   ├── ServerError         5xx but 501 and 505; a 503 carries ``retry_after``
+    │   ├── RateLimited         429; carries ``retry_after``
     │   └── StorageUnavailable  the item store refused the write for now
     ├── RotateError             a resource is burnt: report it, take another, retry;
     │   │                       carries ``resource`` (proxy, cookie, device) when known
     │   ├── Banned              403, captcha interstitial
-    │   └── SessionExpired      401, redirect to login
+    │   ├── SessionExpired      401, redirect to login
+    │   └── ProxyRefused        407: the proxy refused its credentials (blames the proxy)
     └── PermanentError          give up and record why; never retried
         ├── InvalidParams       the unit's params fail its Input model
-        ├── NotFound            404, 410
+        ├── NotFound            404
+        │   └── Gone            410
         ├── ClientError         other 4xx
-        ├── ResponseRejected    too large, bad scheme, too many redirects
-        ├── OffSite             the request leaves the job's allowed domains, unwanted type
+        ├── NotSupported        501, 505: the server will never serve this request
+        ├── ResponseRejected    too large, bad scheme, too many redirects, unwanted type
+        ├── OffSite             the request or a redirect leaves the job's allowed domains:
+        │                       the unit is skipped (``skip_reason`` "offsite"), not failed
         ├── UnsafeURL           the host is an address the SSRF guard refuses
         ├── ParseError          the page is not what the parser knows
         ├── RotationsSpent      the unit burnt its rotation budget: every resource tried failed
         └── NoResource          no proxy, cookie or device became available in time
 
+Which status raises which is one table: ``external_interface.statuses.STATUSES``.
 Context lives on the exception (``url``, ``status``), never only in the message.
+Both are masked as they are set (``utils.urls.redact_text``): whoever raises one,
+a site's parser included, no URL password, user token or secret query value
+reaches a log line, a failure record or the monitor through it.
 """
 
 from __future__ import annotations
+
+from utils.urls import redact_text, redact_url
 
 
 class CrawlError(Exception):
     """Base of every error a crawl step raises on purpose."""
 
     def __init__(self, message: str, *, url: str | None = None, status: int | None = None) -> None:
-        super().__init__(message)
-        self.url = url
+        super().__init__(redact_text(message))
+        self.url = redact_url(url) if url else url
         self.status = status
 
     @property
@@ -42,23 +54,30 @@ class CrawlError(Exception):
 
 
 class TransientError(CrawlError):
-    """Worth retrying later, unchanged."""
+    """Worth retrying later, unchanged. ``retry_after``: the server's advice in seconds
+    (``Retry-After`` on a 429 or 503), None to leave the wait to the backoff; whoever
+    waits caps it (``TASK_BACKOFF_MAX_S`` for the unit, ``POLITE_MAX_PENALTY_S`` for
+    the site)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, **kw: object) -> None:
+        super().__init__(message, **kw)  # type: ignore[arg-type]
+        self.retry_after = retry_after
 
 
 class NetworkError(TransientError):
     """The connection failed, stalled, or the fetch passed its deadline."""
 
 
+class TryAgain(TransientError):
+    """408 Request Timeout or 425 Too Early: the same request is welcome later."""
+
+
 class ServerError(TransientError):
-    """The server answered 5xx."""
+    """The server answered 5xx (but 501 and 505, which are ``NotSupported``)."""
 
 
 class RateLimited(TransientError):
     """The server answered 429; ``retry_after`` is its advice in seconds, if any."""
-
-    def __init__(self, message: str, *, retry_after: float | None = None, **kw: object) -> None:
-        super().__init__(message, **kw)  # type: ignore[arg-type]
-        self.retry_after = retry_after
 
 
 class StorageUnavailable(TransientError):
@@ -85,6 +104,14 @@ class SessionExpired(RotateError):
     """401 or a redirect to login: the session cookie is no longer valid."""
 
 
+class ProxyRefused(RotateError):
+    """407 Proxy Authentication Required: the proxy refused this request's credentials.
+    Another proxy can serve it, so the proxy is blamed (``resource="proxy"``)."""
+
+    def __init__(self, message: str, *, resource: str | None = "proxy", **kw: object) -> None:
+        super().__init__(message, resource=resource, **kw)
+
+
 class PermanentError(CrawlError):
     """Retrying cannot help: record the reason and move on."""
 
@@ -94,11 +121,20 @@ class InvalidParams(PermanentError):
 
 
 class NotFound(PermanentError):
-    """404 or 410."""
+    """404 Not Found, or 410 (``Gone``)."""
+
+
+class Gone(NotFound):
+    """410 Gone: the resource was removed for good."""
 
 
 class ClientError(PermanentError):
     """Another 4xx status: the request itself is wrong."""
+
+
+class NotSupported(PermanentError):
+    """501 Not Implemented or 505 HTTP Version Not Supported: this server will never
+    serve the request as it is."""
 
 
 class ResponseRejected(PermanentError):
@@ -111,7 +147,11 @@ class UnsafeURL(PermanentError):
 
 
 class OffSite(PermanentError):
-    """The unit's request leaves the domains its job allows."""
+    """The unit's request, or a redirect it got, leaves the domains its job allows
+    (``utils.domains``). Nothing is wrong with the unit: the runtime ends it as
+    skipped with ``skip_reason``, as Scrapy's offsite middleware drops a request."""
+
+    skip_reason = "offsite"
 
 
 class ParseError(PermanentError):

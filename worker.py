@@ -16,7 +16,12 @@ import threading
 from typing import Any
 
 from celery import Celery, bootsteps, shared_task
-from celery.signals import worker_process_init, worker_ready
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    worker_process_init,
+    worker_ready,
+)
 from celery.utils.log import get_logger
 
 from base_task import CrawlTask, run_step
@@ -32,6 +37,7 @@ from chains.runtime.reviver import Reviver, sweep_once
 from chains.runtime.schedule import LAUNCH_TASK, beat_schedule, declared_schedules
 from config import Settings, get_settings
 from external_interface.providers.refill import pool_is_low
+from utils.logs import redact_handlers
 
 log = get_logger(__name__)
 
@@ -83,6 +89,14 @@ class ReviverStep(bootsteps.StartStopStep):  # type: ignore[misc]
                 sweep_once(reviver, interval, lambda: broker_view(app))
             except Exception:  # the broker or Redis is away: try again next time
                 log.exception("reviver: sweep failed")
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _no_secrets_in_logs(logger: Any, **_: Any) -> None:
+    """Credentials in URLs, tokens and passwords are masked in every log line (urllib3
+    logs request targets, and a traceback's causes may quote a proxy URL)."""
+    redact_handlers(logger)
 
 
 @worker_process_init.connect

@@ -6,9 +6,10 @@ so a server dripping a byte a second cannot stretch it); a cap on decoded body
 bytes (urllib3 >= 2.7 decodes in bounded steps, so a gzip, deflate, brotli or
 nested-encoding bomb stops at the cap); a refusal of unwanted content types
 after the headers, before any body byte is read; redirects followed by hand
-with a hop cap, a scheme check and, with a ``UrlGuard``, the SSRF check on
-every hop; ``Authorization`` and ``Proxy-Authorization`` dropped when a redirect
-leaves the origin, cookies when it leaves the host.
+with a hop cap, a scheme check, the job's allowed domains (``OffSite``) and,
+with a ``UrlGuard``, the SSRF check on every hop; ``Authorization`` and
+``Proxy-Authorization`` dropped when a redirect leaves the origin, cookies when
+it leaves the host.
 
 A request is exactly what ``http.Request`` says: ``params`` urlencoded onto the URL
 (after its own query), ``cookies`` as the Cookie header (an explicit Cookie
@@ -24,11 +25,12 @@ log line or the ledger, and a cause whose text held one is not chained.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from dataclasses import replace
 from http.client import HTTPException
 from typing import NoReturn, cast
-from urllib.parse import SplitResult, unquote, urlencode, urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit
 
 import urllib3.exceptions
 from urllib3 import HTTPResponse, Timeout
@@ -37,33 +39,34 @@ from urllib3.util.request import ACCEPT_ENCODING
 
 from config import FetchSettings
 from exceptions import (
-    Banned,
     ClientError,
     CrawlError,
     NetworkError,
-    NotFound,
-    RateLimited,
+    OffSite,
+    ProxyRefused,
     ResponseRejected,
-    ServerError,
-    SessionExpired,
     UnsafeURL,
 )
 from external_interface.fetch_transport import Deadline, Transport
-from external_interface.http import Request, Response
+from external_interface.http import (
+    Request,
+    Response,
+    media_type_matches,
+)
+from external_interface.statuses import status_error
 from external_interface.url_guard import UrlGuard
 from utils.decode import header_charset
-from utils.urls import UnsupportedURL, absolute_url, redact_text, redact_url
+from utils.domains import AllowedDomains
+from utils.urls import UnsupportedURL, normalize_url, redact_text, redact_url, secret_free
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 CHUNK = 64 * 1024
-HTML_TYPES = ("text/html", "application/xhtml+xml")
-XML_TYPES = ("application/xml", "text/xml", "application/rss+xml", "application/atom+xml")
-JSON_TYPES = ("application/json", "text/json", "application/*+json")
 DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING.replace(",", ", ")}
 _ORIGIN_HEADERS = frozenset({"authorization", "proxy-authorization"})
 _BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
 _NETWORK_ERRORS = (urllib3.exceptions.HTTPError, HTTPException, OSError)
+_TUNNEL_407 = re.compile(r"Tunnel connection failed: 407\b")  # http.client's message
 
 
 class Fetcher:
@@ -80,21 +83,28 @@ class Fetcher:
         self._timeout = Timeout(connect=settings.connect_timeout_s, read=settings.read_timeout_s)
         self._no_retries = Retry.from_int(False, redirect=False)  # built once, not per request
 
-    def fetch(self, request: Request) -> Response:
-        """Fetch, following redirects; raise the classified error for a bad outcome."""
-        response = self.fetch_raw(request)
+    def fetch(self, request: Request, allowed: AllowedDomains | None = None) -> Response:
+        """Fetch, following redirects; raise the classified error for a bad outcome.
+
+        ``allowed``: the job's domains; a URL off them, the first or a redirect's,
+        raises ``OffSite`` before it is requested.
+        """
+        response = self.fetch_raw(request, allowed)
         raise_for_status(response)
         return response
 
-    def fetch_raw(self, request: Request) -> Response:
+    def fetch_raw(self, request: Request, allowed: AllowedDomains | None = None) -> Response:
         """Fetch within every bound but without judging the status."""
         with Deadline(self.settings.deadline_s) as deadline:
-            return self._follow(request, deadline)
+            return self._follow(request, deadline, allowed)
 
-    def _follow(self, request: Request, deadline: Deadline) -> Response:
+    def _follow(self, request: Request, deadline: Deadline,
+                allowed: AllowedDomains | None) -> Response:
         hop = request
-        for _ in range(self.settings.max_redirects + 1):
-            url = with_params(hop.url, hop.params)
+        for hops in range(self.settings.max_redirects + 1):
+            url = hop.full_url
+            if allowed and not allowed.allows_url(url):
+                raise OffSite(_offsite(url, allowed, redirected=hops > 0), url=redact_url(url))
             raw = self._send(hop, url, deadline)
             location = raw.headers.get("location")
             if raw.status not in REDIRECTS or location is None:
@@ -141,6 +151,10 @@ class Fetcher:
             _raise(ResponseRejected, "response headers are invalid", exc, url)
         except ValueError as exc:  # a header or URL http.client refuses to send
             _raise(ClientError, "request cannot be sent", exc, url)
+        except urllib3.exceptions.ProxyError as exc:
+            if _TUNNEL_407.search(str(exc)):  # an https CONNECT the proxy refused
+                _raise(ProxyRefused, "proxy refused the tunnel", exc, url, 407)
+            _raise(NetworkError, "proxy failed", exc, url)
         except _NETWORK_ERRORS as exc:
             what = "fetch deadline passed" if deadline.passed else "request failed"
             _raise(NetworkError, what, exc, url)
@@ -158,14 +172,10 @@ class Fetcher:
                         time.monotonic() - deadline.started)
 
 
-def with_params(url: str, params: dict[str, str]) -> str:
-    """``url`` with ``params`` urlencoded after its own query (before any fragment),
-    as ``requests`` encodes them and as signers sign them."""
-    if not params:
-        return url
-    base, hash_, fragment = url.partition("#")
-    joiner = "" if base.endswith(("?", "&")) else "&" if "?" in base else "?"
-    return f"{base}{joiner}{urlencode(params)}{hash_}{fragment}"
+def _offsite(url: str, allowed: AllowedDomains, redirected: bool) -> str:
+    host = urlsplit(url).hostname or "(none)"
+    how = "a redirect leads to" if redirected else "the request names"
+    return f"offsite: {how} host {host!r}, outside {', '.join(allowed.domains)}"
 
 
 def _target(parts: SplitResult, scheme: str, absolute: bool) -> str:
@@ -202,19 +212,7 @@ def _raise(kind: type[CrawlError], what: str, exc: BaseException, url: str,
     """Raise ``kind`` with credentials masked, chained to ``exc`` only if none was in it."""
     error = kind(redact_text(f"{what}: {type(exc).__name__}: {exc}"),
                  url=redact_url(url), status=status)
-    raise error from (exc if _clean_chain(exc) else None)
-
-
-def _clean_chain(exc: BaseException) -> bool:
-    """True when no message a traceback of ``exc``'s chain would print holds a credential."""
-    seen: BaseException | None = exc
-    for _ in range(16):
-        if seen is None:
-            return True
-        if redact_text(str(seen)) != str(seen):
-            return False
-        seen = seen.__cause__ or seen.__context__
-    return False
+    raise error from (exc if secret_free(exc) else None)
 
 
 def _next_hop(hop: Request, url: str, status: int, location: str) -> Request:
@@ -223,7 +221,7 @@ def _next_hop(hop: Request, url: str, status: int, location: str) -> Request:
     with contextlib.suppress(UnicodeError):  # raw UTF-8 in the header, read as latin-1
         location = location.encode("latin-1").decode("utf-8")
     try:
-        target = absolute_url(url, location)
+        target = normalize_url(location, url)
     except UnsupportedURL as exc:
         raise ResponseRejected(f"redirect refused: {redact_text(str(exc))}",
                                url=redact_url(url), status=status) from None
@@ -252,20 +250,12 @@ def _check_type(raw: HTTPResponse, url: str, accept: tuple[str, ...]) -> None:
     if not accept:
         return
     declared = raw.headers.get("content-type", "").split(";")[0].strip().lower()
-    if not declared or any(_type_matches(declared, a) for a in accept):
+    if not declared or any(media_type_matches(declared, a) for a in accept):
         return
-    raise ResponseRejected(f"content type {declared!r} is not one of {', '.join(accept)}",
-                           url=redact_url(url), status=raw.status)
-
-
-def _type_matches(declared: str, pattern: str) -> bool:
-    kind, _, sub = declared.partition("/")
-    want_kind, _, want_sub = pattern.lower().partition("/")
-    if want_kind not in ("*", kind):
-        return False
-    if want_sub.startswith("*+"):  # application/*+json matches application/ld+json
-        return sub == want_sub[2:] or sub.endswith(want_sub[1:])
-    return want_sub in ("*", sub)
+    raise ResponseRejected(
+        f"content type {declared!r} is not accepted (accepts {', '.join(accept)}): "
+        "refused unread; add it to the request's accept_types to fetch it",
+        url=redact_url(url), status=raw.status)
 
 
 def _read_capped(raw: HTTPResponse, url: str, cap: int, deadline: Deadline) -> bytes:
@@ -296,35 +286,8 @@ def _read_capped(raw: HTTPResponse, url: str, cap: int, deadline: Deadline) -> b
 
 
 def raise_for_status(response: Response) -> None:
-    """Turn a status into the error branch that says what to do."""
-    status = response.status
-    if status < 400:
-        return
-    url = redact_url(response.url)
-    if status == 429:
-        raise RateLimited("429 Too Many Requests", url=url, status=status,
-                          retry_after=parse_retry_after(response.headers.get("Retry-After")))
-    if status >= 500:
-        raise ServerError(f"{status} from server", url=url, status=status)
-    if status == 401:
-        raise SessionExpired("401 Unauthorized", url=url, status=status)
-    if status == 403:
-        raise Banned("403 Forbidden", url=url, status=status)
-    if status in (404, 410):
-        raise NotFound(f"{status} Not Found", url=url, status=status)
-    raise ClientError(f"{status} client error", url=url, status=status)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or HTTP date); None if absent/bad."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    from email.utils import parsedate_to_datetime
-
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
+    """Raise the error ``statuses.STATUSES`` names for the response's status, if any."""
+    error = status_error(response.status, redact_url(response.url),
+                         response.headers.get("Retry-After"))
+    if error is not None:
+        raise error

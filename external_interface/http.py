@@ -16,14 +16,31 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlencode
 
 from parsel import Selector, SelectorList
 from urllib3 import HTTPHeaderDict
 
-from utils.decode import HtmlElement, XmlElement, decode_body, parse_html, parse_xml
-from utils.urls import join_url
+from utils.decode import (
+    HtmlElement,
+    XmlElement,
+    decode_body,
+    html_selector,
+    parse_html,
+    parse_xml,
+)
+from utils.urls import fetch_url
 
-XML_MEDIA = ("application/xml", "text/xml", "application/rss+xml", "application/atom+xml")
+# Media types a step can ask for (``Request.accept_types``); a 2xx of another declared
+# type is refused after its headers, body unread. ``PAGE_TYPES`` is what a step that
+# parses HTML or JSON wants; a sitemap step wants ``SITEMAP_TYPES``.
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+JSON_TYPES = ("application/json", "text/json", "application/*+json")
+XML_TYPES = ("application/xml", "text/xml", "application/*+xml")
+PAGE_TYPES = (*HTML_TYPES, *JSON_TYPES, "text/plain")
+SITEMAP_TYPES = (*XML_TYPES, "text/plain",  # the sitemap protocol allows a text sitemap
+                 "application/gzip", "application/x-gzip",  # sitemap.xml.gz
+                 "application/octet-stream", "binary/octet-stream")  # .gz from object stores
 
 
 @dataclass(frozen=True)
@@ -51,6 +68,16 @@ class Request:
 
     def with_headers(self, **headers: str) -> Request:
         return replace(self, headers={**self.headers, **headers})
+
+    @property
+    def full_url(self) -> str:
+        """The URL fetched: ``params`` urlencoded after the URL's own query (before any
+        fragment), as ``requests`` encodes them and as signers sign them."""
+        if not self.params:
+            return self.url
+        base, hash_, fragment = self.url.partition("#")
+        joiner = "" if base.endswith(("?", "&")) else "&" if "?" in base else "?"
+        return f"{base}{joiner}{urlencode(self.params)}{hash_}{fragment}"
 
 
 @dataclass(frozen=True)
@@ -89,8 +116,9 @@ class Response:
     @cached_property
     def selector(self) -> Selector:
         """The body as a parsel ``Selector``: XML for XML media types, else HTML."""
-        kind = "xml" if self.content_type in XML_MEDIA else "html"
-        return Selector(text=self.text, type=kind, base_url=self.url)
+        if any(media_type_matches(self.content_type, t) for t in XML_TYPES):
+            return Selector(text=self.text, type="xml", base_url=self.url)
+        return html_selector(self.text, self.url)  # recovers pages nested past libxml2's depth
 
     def css(self, query: str) -> SelectorList[Selector]:
         """``response.css("a.next::attr(href)").get()``, as in Scrapy."""
@@ -121,7 +149,7 @@ class Response:
     def urljoin(self, href: str) -> str | None:
         """``href`` made absolute against this page; None for what is not fetchable
         (empty, ``javascript:``, ``mailto:``, another scheme)."""
-        return join_url(self.url, href)
+        return fetch_url(href, self.url)
 
     def follow(self, href: str | None, **fields: Any) -> dict[str, Any] | None:
         """A record for the next unit from a link: ``{"url": absolute, **fields}``;
@@ -142,3 +170,15 @@ class Response:
             if record is not None:
                 records.setdefault(record["url"], record)
         return list(records.values())
+
+
+def media_type_matches(declared: str, pattern: str) -> bool:
+    """Whether media type ``declared`` is one ``pattern`` names: ``text/*``, ``*/*``, and
+    ``application/*+json`` for ``application/ld+json`` and ``application/json``."""
+    kind, _, sub = declared.partition("/")
+    want_kind, _, want_sub = pattern.lower().partition("/")
+    if want_kind not in ("*", kind):
+        return False
+    if want_sub.startswith("*+"):
+        return sub == want_sub[2:] or sub.endswith(want_sub[1:])
+    return want_sub in ("*", sub)

@@ -12,7 +12,6 @@ import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import urldefrag, urlencode
 
 from external_interface.dedup import DedupStore, RecrawlPolicy, Seen, content_hash
 from external_interface.http import Request
@@ -21,11 +20,9 @@ from utils.fingerprint import request_fingerprint
 
 
 def request_key(request: Request) -> bytes:
-    """Dedup key of a request: method, canonical URL with its params, and body."""
-    url = urldefrag(request.url).url
-    if request.params:
-        url += ("&" if "?" in url else "?") + urlencode(sorted(request.params.items()))
-    return request_fingerprint(request.method, url, request.data or b"")
+    """Dedup key of a request: method, the URL fetched (params added as the fetch adds
+    them) in its canonical form (``utils.fingerprint``), and body."""
+    return request_fingerprint(request.method, request.full_url, request.data or b"")
 
 
 def items_hash(items: Sequence[Item]) -> int:

@@ -34,6 +34,9 @@ from typing import Any, Literal, Protocol
 
 import redis
 
+from utils.logs import redact_handlers
+from utils.urls import redact_text, url_origin
+
 log = logging.getLogger("crawlchain.alerts")
 
 Kind = Literal["stall", "failure_rate"]
@@ -83,8 +86,10 @@ class WebhookNotifier:
 
     def __init__(self, url: str, timeout: float = 5.0) -> None:
         if not url.startswith(("http://", "https://")):
-            raise ValueError(f"webhook must be an http(s) URL, got {url!r}")
+            raise ValueError("webhook must be an http:// or https:// URL (not shown: its path "
+                             "may be its secret)")
         self.url = url
+        self.shown = url_origin(url)  # a webhook's path is often its secret (Slack's is)
         self.timeout = timeout
 
     def notify(self, alert: Alert) -> None:
@@ -96,7 +101,7 @@ class WebhookNotifier:
                 reply.read()
         except OSError as exc:
             log.error("alert %s for job %s not delivered to %s: %s", alert.kind, alert.job_id,
-                      self.url, exc)
+                      self.shown, redact_text(str(exc)))
         LogNotifier().notify(alert)
 
 
@@ -193,6 +198,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--jobs", type=int, default=20, help="how many newest jobs to watch")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    redact_handlers()
 
     from chains.runtime.context import state_redis
     from config import get_settings

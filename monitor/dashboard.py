@@ -26,6 +26,7 @@ from rich.text import Text
 
 from chains.runtime.report import progress_bar, rate
 from monitor.alerts import Alert, Watcher
+from utils.urls import redact_text
 
 CORE_KEYS = frozenset({"taken_at", "jobs", "workers", "queues"})
 
@@ -112,8 +113,8 @@ def reasons_table(views: list[dict[str, Any]], per_job: int = 3) -> Table | None
         table.add_column(name, justify="right" if name == "count" else "left")
     for job_id, group in rows:
         example = group["examples"][0] if group["examples"] else {}
-        table.add_row(job_id, str(group["count"]), group["reason"],
-                      f"{example.get('step', '')} {example.get('params', '')}")
+        table.add_row(job_id, str(group["count"]), redact_text(group["reason"]),
+                      redact_text(f"{example.get('step', '')} {example.get('params', '')}"))
     return table
 
 

@@ -67,3 +67,12 @@ def test_a_cluster_env_file_others_can_read_is_refused_before_any_setting(
     with pytest.raises(ValueError, match="chmod 600") as refused:
         Settings()
     assert str(path) in str(refused.value) and "hunter2" not in str(refused.value)
+
+
+def test_a_refused_value_is_quoted_with_its_password_masked(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PROXY_URLS", '{"eu": "http://crawler:hunter2@10.0.0.7:3128"}')
+    with pytest.raises(ValueError, match="PROXY_") as caught:
+        Settings()
+    assert "hunter2" not in str(caught.value) and "crawler:***@10.0.0.7" in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__

@@ -13,8 +13,12 @@ decodes strictly, so ``Decoded.lossy`` says whether anything was replaced and
 HTML is parsed by lxml's recovering parser with ``huge_tree`` on: the input is
 already capped by the fetch, HTML has no entity expansion, and libxml2's
 default depth limit of 256 silently drops the rest of a page with a few hundred
-unclosed tags. Past 2048 levels the rest would still be dropped, so that is a
-``ParseError`` rather than a silently truncated tree.
+unclosed tags. Past 2048 levels libxml2 stops reading altogether, so such a page
+is read again flattened, as Chrome builds it: an element deeper than
+``MAX_HTML_DEPTH`` (512, Chrome's own bound) becomes a sibling of the deepest
+one instead of its child, so every element, text and link is kept
+(``flatten_html``). A page is never refused for its depth alone; the fetch's
+size cap bounds the work.
 
 XML (sitemaps, feeds) is parsed with entity expansion, DTD loading and the
 network off and ``huge_tree`` off: billion-laughs and external entities
@@ -25,13 +29,19 @@ every DTD would refuse old RSS 0.91 feeds that merely reference one.
 
 from __future__ import annotations
 
+import io
 import re
+import sys
 import zlib
+from array import array
+from collections import Counter
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from typing import TypeAlias
 
 import lxml.html
 from lxml import etree
+from parsel import Selector
 from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encoding
 
 from exceptions import ParseError, ResponseRejected
@@ -42,6 +52,10 @@ _FALLBACK = "cp1252"
 HtmlElement: TypeAlias = lxml.html.HtmlElement  # lxml ships no stubs: Any to mypy
 XmlElement: TypeAlias = etree._Element
 _INVALID_BYTE = re.compile("[\udc80-\udcff]")
+MAX_HTML_DEPTH = 512  # Chrome's bound on DOM depth; libxml2 stops reading at 2048
+_VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+                   "param", "source", "track", "wbr"})
+
 _NON_ASCII = re.compile("[^\x00-\x7f]+")
 
 
@@ -125,18 +139,122 @@ def _known(charset: str | None) -> str | None:
 def parse_html(markup: str | bytes, base_url: str | None = None) -> HtmlElement:
     """A recovered lxml tree of ``markup`` (text, or bytes that ``decode_body`` reads).
 
-    Raise ``ParseError`` for an empty document and for nesting past libxml2's
-    hard limit, where the rest of the page would be lost without a word.
+    A page nested past libxml2's limit is read again flattened (``flatten_html``),
+    so its text and links after the deep part are not lost. ``ParseError`` for an
+    empty document only.
     """
     text = markup if isinstance(markup, str) else decode_body(markup).text
+    text = _XML_DECLARATION.sub("", text, count=1)
+    root, truncated = _html_tree(text, base_url)
+    if truncated:
+        root, _ = _html_tree(flatten_html(text), base_url)
+    return root
+
+
+def html_selector(markup: str | bytes, base_url: str | None = None) -> Selector:
+    """A parsel ``Selector`` over ``parse_html``'s tree. ``Selector(text=..., type="html")``
+    parses by itself and silently stops at libxml2's depth limit (2048 levels)."""
+    return Selector(root=parse_html(markup, base_url), type="html", base_url=base_url)
+
+
+def _html_tree(text: str, base_url: str | None) -> tuple[HtmlElement, bool]:
+    """The recovered tree, and whether libxml2 stopped at a resource limit (depth)."""
     parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True, no_network=True)
-    data = _XML_DECLARATION.sub("", text, count=1).encode("utf-8", errors="replace")
+    data = text.encode("utf-8", errors="replace")
     try:
         root = lxml.html.document_fromstring(data, parser=parser, base_url=base_url)
     except etree.ParserError as exc:
         raise ParseError(f"HTML document is empty: {exc}", url=base_url) from None
-    _refuse_truncated(parser, base_url)
-    return root
+    limited = any(e.type_name == "ERR_RESOURCE_LIMIT" for e in parser.error_log)
+    return root, limited
+
+
+def flatten_html(text: str, max_depth: int = MAX_HTML_DEPTH) -> str:
+    """``text`` rewritten so no element is nested deeper than ``max_depth``, as Chrome
+    builds such a page: an element that would go deeper becomes the next sibling of
+    the deepest one (that one is closed early, and its own end tag dropped later).
+    Every element, text, comment and reference is kept, in document order.
+    """
+    flattener = _Flattener(max_depth)
+    flattener.feed(text)
+    flattener.close()
+    return flattener.text
+
+
+class _Flattener(HTMLParser):
+    """Copies markup token by token, closing the deepest element early at the bound.
+
+    ``names``/``in_output`` are the source's stack of open elements and whether each
+    is still open in the output, with a count per name, so an end tag is matched, or
+    known to be stray, without a scan; ``live`` indexes those open in the output.
+    The work is linear and the stacks compact (interned names, a flag byte, C longs).
+    """
+
+    def __init__(self, max_depth: int) -> None:
+        super().__init__(convert_charrefs=False)
+        self.max_depth = max_depth
+        self.buffer = io.StringIO()
+        self.names: list[str] = []
+        self.in_output = bytearray()
+        self.live = array("l")
+        self.counts: Counter[str] = Counter()
+
+    @property
+    def text(self) -> str:
+        return self.buffer.getvalue()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _VOID:
+            self.buffer.write(self.get_starttag_text() or "")
+            return
+        if len(self.live) >= self.max_depth:  # close the deepest: the new one is its sibling
+            deepest = self.live.pop()
+            self.in_output[deepest] = 0
+            self.buffer.write(f"</{self.names[deepest]}>")
+        self.buffer.write(self.get_starttag_text() or "")
+        self.live.append(len(self.names))
+        self.names.append(sys.intern(tag))
+        self.in_output.append(1)
+        self.counts[tag] += 1
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.buffer.write(self.get_starttag_text() or "")
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.counts[tag]:
+            self.buffer.write(f"</{tag}>")  # stray: the tree builder ignores it as before
+            return
+        while True:  # the elements left open inside this one close with it
+            name, in_output = self.names.pop(), self.in_output.pop()
+            self.counts[name] -= 1
+            if in_output:
+                self.live.pop()
+            if name == tag:
+                break
+        if in_output:
+            self.buffer.write(f"</{tag}>")
+
+    def handle_data(self, data: str) -> None:
+        self.buffer.write(data)
+
+    def handle_entityref(self, name: str) -> None:
+        self.buffer.write(f"&{name};")
+
+    def handle_charref(self, name: str) -> None:
+        self.buffer.write(f"&#{name};")
+
+    def handle_comment(self, data: str) -> None:
+        self.buffer.write(f"<!--{data}-->")
+
+    def handle_decl(self, decl: str) -> None:
+        self.buffer.write(f"<!{decl}>")
+
+    def handle_pi(self, data: str) -> None:
+        self.buffer.write(f"<?{data}>")
+
+    def unknown_decl(self, data: str) -> None:
+        close = "]>" if data.lower().startswith(("if", "else", "endif")) else "]]>"
+        self.buffer.write(f"<![{data}{close}")  # <![CDATA[x]]>, <![if !IE]>
 
 
 def parse_xml(data: bytes | str, base_url: str | None = None, *,

@@ -10,39 +10,57 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from w3lib.url import canonicalize_url
+from utils.urls import UnsupportedURL, normalize_url
 
 DIGEST_SIZE = 16
-_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 def canonical_url(url: str, keep_query_order: bool = False) -> str:
-    """The URL a server would treat as the same resource, as one string.
+    """The URL a server would treat as the same resource, as one string: the URL to
+    fetch (``utils.urls.normalize_url``: WHATWG resolution, default port, IDNA host,
+    fragment dropped), then w3lib's canonical form where dedup needs one.
 
-    w3lib lower-cases scheme and host, IDNA-encodes the host, normalises
-    percent-encoding and dot segments, drops the fragment and sorts the query;
-    this adds dropping the scheme's default port. Sorting is skipped when
-    ``keep_query_order`` is set, for sites whose parameters mean different
-    things in a different order.
+    - escapes upper-cased (``%2f`` is ``%2F``) and unreserved ones decoded (``%7E``
+      is ``~``), as RFC 3986 section 6.2.2 allows; reserved ones never (``%2F``
+      stays distinct from ``/``);
+    - in the query, ``%20`` is ``+``, ``a`` is ``a=``, empty pairs go, and the
+      arguments are sorted by name, stably: the values of a repeated name keep their
+      order (``?a=1&a=2`` is a list to PHP, Rails and Django). No sorting when
+      ``keep_query_order`` is set, for sites whose arguments mean different things
+      in a different order.
+
+    A URL the rule refuses keeps its own spelling (edges trimmed): it still has a
+    key, and the fetch reports why it cannot be fetched.
     """
-    canonical = canonicalize_url(url, keep_blank_values=True, keep_fragments=False)
-    parts = urlsplit(canonical)
-    if keep_query_order:
-        parts = parts._replace(query=_ordered_query(url))
-    default_port = _DEFAULT_PORTS.get(parts.scheme)
-    if default_port and parts.netloc.endswith(default_port):
-        parts = parts._replace(netloc=parts.netloc.removesuffix(default_port))
-    return urlunsplit(parts)
+    try:
+        fetchable = normalize_url(url)
+    except UnsupportedURL:
+        fetchable = url.strip()
+    head, _, query = fetchable.partition("?")
+    if "%" in head:
+        head = _ESCAPE.sub(_escape, head)
+    query = _canonical_query(query, keep_query_order) if query else ""
+    return f"{head}?{query}" if query else head
 
 
-def _ordered_query(url: str) -> str:
-    """The query normalised pair by pair, in its original order."""
-    pairs = (pair for pair in urlsplit(url).query.split("&") if pair)
-    return "&".join(urlsplit(canonicalize_url(f"http://h/?{pair}")).query for pair in pairs)
+def _canonical_query(query: str, keep_order: bool) -> str:
+    if "%" in query:
+        query = _ESCAPE.sub(_escape, query).replace("%20", "+")
+    pairs = [pair if "=" in pair else pair + "=" for pair in query.split("&") if pair]
+    if not keep_order:
+        pairs.sort(key=lambda pair: pair.partition("=")[0])
+    return "&".join(pairs)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = chr(int(match[1], 16))
+    return char if char in _UNRESERVED else "%" + match[1].upper()
 
 
 def request_fingerprint(

@@ -20,14 +20,14 @@ import importlib
 from pathlib import Path
 from types import ModuleType
 from typing import Any
-from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from chains.runtime.job import Job
 from chains.runtime.launch import launch
 from chains.runtime.registry import site_names
 from external_interface.dedup import RecrawlPolicy
+from utils.domains import AllowedDomains
 
 CHAINS = Path(__file__).resolve().parents[1]
 
@@ -73,15 +73,20 @@ class Chain(BaseModel):
     max_depth: int = Field(50, ge=1, description="Units deeper than this are not spawned "
                            "(a link is one level; a next page of the same list is not).")
     allowed_domains: list[str] = Field(
-        default_factory=list, description="When set, a unit whose request leaves these domains "
-        "(or their subdomains) fails as off-site before any fetch.")
+        default_factory=list, description="When set, a unit whose request, or any redirect "
+        "of it, leaves these registrable domains is skipped as off-site (matched with the "
+        "public suffix list: shop.example.com allows login.example.com, not example.org).")
+
+    @field_validator("allowed_domains")
+    @classmethod
+    def _domains(cls, value: list[str]) -> list[str]:
+        """An entry that is a URL or a public suffix fails here, at declaration."""
+        AllowedDomains(value)
+        return value
 
     def allows(self, url: str) -> bool:
-        """True when the URL's host is an allowed domain or one of its subdomains."""
-        if not self.allowed_domains:
-            return True
-        host = (urlsplit(url).hostname or "").rstrip(".").lower()
-        return any(host == d or host.endswith("." + d) for d in self.allowed_domains)
+        """True when the URL's host is on an allowed domain, or none is set."""
+        return AllowedDomains(self.allowed_domains).allows_url(url)
 
     @model_validator(mode="after")
     def _links_name_known_steps(self) -> Chain:

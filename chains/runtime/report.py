@@ -13,6 +13,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from utils.urls import redact_text
+
 if TYPE_CHECKING:
     from chains.runtime.job import Job
 
@@ -50,7 +52,7 @@ def failures_table(status: dict[str, Any]) -> Table | None:
     for name in ("step", "unit_id", "reason"):
         table.add_column(name)
     for f in status["failures"]:
-        table.add_row(f["step"], f["unit_id"], f["reason"])
+        table.add_row(f["step"], f["unit_id"], redact_text(f["reason"]))
     return table
 
 
@@ -126,7 +128,8 @@ def failure_groups_table(view: dict[str, Any]) -> Table | None:
     for group in view["failure_groups"]:
         examples = "\n".join(f"{e['step']} {e['unit_id']} {e['params']}"
                              for e in group["examples"])
-        table.add_row(str(group["count"]), group["reason"], ", ".join(group["steps"]), examples)
+        table.add_row(str(group["count"]), redact_text(group["reason"]),
+                      ", ".join(group["steps"]), redact_text(examples))
     return table
 
 

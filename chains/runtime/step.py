@@ -31,16 +31,12 @@ from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin, get
 from pydantic import BaseModel, ValidationError
 
 from exceptions import CrawlError, InvalidParams, ParseError
-from external_interface.http import Request, Response
+from external_interface.http import PAGE_TYPES, Request, Response
 from external_interface.storage import Item
 
 ItemT = TypeVar("ItemT", bound=Item)
 In = TypeVar("In", bound=BaseModel)
 
-# What a step that does not say parses: HTML and JSON. Anything else (a PDF, an image,
-# an archive, octet-stream) is refused before its body is read.
-PAGE_TYPES = ("text/html", "application/xhtml+xml", "application/json", "application/*+json",
-              "text/json", "text/plain", "text/javascript", "application/javascript")
 
 
 class Page(BaseModel):

@@ -14,10 +14,15 @@ What a sink must accept::
     {"idempotency_key": "<64 hex digits>",
      "items": [{"collection": ..., "key": ..., "data": {...}, "job_id": ..., "seen": <epoch s>}]}
 
-Any 2xx means the batch is durable. 5xx, 408, 425, 429 and connection errors are
-retried with exponential backoff and jitter (``Retry-After`` honoured up to the cap)
-within ``deadline_s``; then ``StorageUnavailable``, and the task retries the unit later.
-Any other status is ``ClientError``: the sink rejects the batch itself.
+Any 2xx means the batch is durable. A status the fetch's table
+(``external_interface.statuses``) calls transient (408, 425, 429, 5xx but 501 and
+505) and connection errors are retried with exponential backoff and jitter
+(``Retry-After`` honoured up to the cap) within ``deadline_s``; then
+``StorageUnavailable``, and the task retries the unit later. Any other status is
+``ClientError``: the sink rejects the batch itself.
+
+Credentials in the URL (``https://user:token@host/path``) go to the sink as Basic
+auth and nowhere else: every message and error names the URL with them masked.
 
 Reading is optional. A sink that also answers ``GET <url>?collection=<name>`` with
 ``{"records": [{"key", "data", "job_id", "first_seen", "last_seen"}, ...]}`` (one record
@@ -36,10 +41,11 @@ from typing import Any, NamedTuple
 
 import requests
 
-from exceptions import ClientError, StorageUnavailable
+from exceptions import ClientError, StorageUnavailable, TransientError
+from external_interface.statuses import parse_retry_after, rule_for
 from external_interface.storage import Item
+from utils.urls import redact_text, redact_url, secret_free
 
-RETRY_STATUSES = frozenset({408, 425, 429})  # and every 5xx
 WRITE_ONLY_STATUSES = frozenset({404, 405, 501})
 RETRYABLE_ERRORS = (
     requests.ConnectionError,
@@ -82,6 +88,7 @@ class HttpSinkStore:
         timeout: tuple[float, float] = (3.05, 10.0),
     ) -> None:
         self.url = url
+        self.shown = redact_url(url)  # what messages name: user:token@ masked
         self.attempts = attempts
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
@@ -112,7 +119,7 @@ class HttpSinkStore:
 
     def collections(self) -> list[str]:
         """The sink protocol reads by collection name only; it has no listing."""
-        raise TypeError(f"http sink {self.url}: cannot list collections; name one to export")
+        raise TypeError(f"http sink {self.shown}: cannot list collections; name one to export")
 
     def read(self, collection: str) -> Iterator[dict[str, Any]]:
         return iter(self._records(collection))
@@ -134,8 +141,8 @@ class HttpSinkStore:
             tries += 1
         if failure is not None:
             raise StorageUnavailable(
-                f"http sink {self.url}: {failure.reason} (gave up after {tries} attempts)",
-                url=self.url,
+                f"http sink {self.shown}: {failure.reason} (gave up after {tries} attempts)",
+                url=self.shown,
                 status=failure.status,
             )
 
@@ -146,16 +153,17 @@ class HttpSinkStore:
                 self.url, data=body, headers=headers, timeout=self.timeout
             )
         except RETRYABLE_ERRORS as exc:
-            return _Failure(f"{type(exc).__name__}: {exc}")
+            return _Failure(redact_text(f"{type(exc).__name__}: {exc}"))
         status = response.status_code
         if response.ok:
             return None
-        if status >= 500 or status in RETRY_STATUSES:
-            retry_after = _seconds(response.headers.get("Retry-After"))
+        rule = rule_for(status)
+        if rule is not None and issubclass(rule.error, TransientError):
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
             return _Failure(f"HTTP {status}", status, retry_after)
         raise ClientError(
-            f"http sink {self.url} rejected the batch: HTTP {status} {response.text[:200]}",
-            url=self.url,
+            f"http sink {self.shown} rejected the batch: HTTP {status} {response.text[:200]}",
+            url=self.shown,
             status=status,
         )
 
@@ -171,16 +179,17 @@ class HttpSinkStore:
                 self.url, params={"collection": collection}, timeout=self.timeout
             )
         except RETRYABLE_ERRORS as exc:
-            raise StorageUnavailable(f"http sink {self.url}: {exc}", url=self.url) from exc
+            raise StorageUnavailable(f"http sink {self.shown}: {type(exc).__name__}: {exc}",
+                                     url=self.shown) from (exc if secret_free(exc) else None)
         if response.status_code in WRITE_ONLY_STATUSES:
             raise TypeError(
-                f"http sink {self.url} is write-only (GET answered {response.status_code}): "
+                f"http sink {self.shown} is write-only (GET answered {response.status_code}): "
                 "read the items where the sink stores them"
             )
         if not response.ok:
             raise StorageUnavailable(
-                f"http sink {self.url}: GET answered HTTP {response.status_code}",
-                url=self.url,
+                f"http sink {self.shown}: GET answered HTTP {response.status_code}",
+                url=self.shown,
                 status=response.status_code,
             )
         records: list[dict[str, Any]] = response.json()["records"]
@@ -197,10 +206,3 @@ def _entry(job_id: str, item: Item, now: float) -> dict[str, Any]:
         "seen": now,
     }
 
-
-def _seconds(value: str | None) -> float | None:
-    """``Retry-After`` in seconds; the HTTP-date form is ignored (backoff applies)."""
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None

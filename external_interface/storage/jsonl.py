@@ -23,6 +23,7 @@ from typing import Any
 
 from exceptions import StorageUnavailable
 from external_interface.storage import Item
+from utils.urls import redact_url
 
 COLLECTION_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
@@ -53,7 +54,8 @@ class JsonlStore:
     def from_url(cls, url: str) -> JsonlStore:
         """``jsonl:///relative/dir`` or ``jsonl:////absolute/dir`` (as ``sqlite:``)."""
         if not url.startswith("jsonl:///"):
-            raise ValueError(f"STORAGE_URL: expected jsonl:///directory, got {url!r}")
+            raise ValueError("STORAGE_URL: expected jsonl:///directory, "
+                             f"got {redact_url(url)!r}")
         return cls(Path(url.removeprefix("jsonl:///")))
 
     def upsert(self, job_id: str, items: Sequence[Item]) -> int:

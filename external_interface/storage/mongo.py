@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 from exceptions import StorageUnavailable
 from external_interface.storage import Item
+from utils.urls import secret_free
 
 if TYPE_CHECKING:
     from pymongo import MongoClient, UpdateOne
@@ -88,20 +89,20 @@ class MongoStore:
             for collection, requests in batches.items():
                 self._bulk_write(collection, requests)
         except self._transient as exc:
-            raise StorageUnavailable(f"mongodb: {type(exc).__name__}: {exc}") from exc
+            raise _unavailable(exc) from (exc if secret_free(exc) else None)
         return len(items)
 
     def count(self, collection: str) -> int:
         try:
             return int(self._db[collection].count_documents({}))
         except self._transient as exc:
-            raise StorageUnavailable(f"mongodb: {type(exc).__name__}: {exc}") from exc
+            raise _unavailable(exc) from (exc if secret_free(exc) else None)
 
     def collections(self) -> list[str]:
         try:
             return sorted(self._db.list_collection_names())
         except self._transient as exc:
-            raise StorageUnavailable(f"mongodb: {type(exc).__name__}: {exc}") from exc
+            raise _unavailable(exc) from (exc if secret_free(exc) else None)
 
     def read(self, collection: str) -> Iterator[dict[str, Any]]:
         """One record per key, sorted by key."""
@@ -109,7 +110,7 @@ class MongoStore:
             for doc in self._db[collection].find({}, sort=[("_id", 1)]):
                 yield _record(doc)
         except self._transient as exc:
-            raise StorageUnavailable(f"mongodb: {type(exc).__name__}: {exc}") from exc
+            raise _unavailable(exc) from (exc if secret_free(exc) else None)
 
     def close(self) -> None:
         self._client.close()
@@ -185,3 +186,8 @@ def _epoch(moment: datetime) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()
+
+
+def _unavailable(exc: Exception) -> StorageUnavailable:
+    """The driver's error as ``StorageUnavailable``, its text masked (a URI's password)."""
+    return StorageUnavailable(f"mongodb: {type(exc).__name__}: {exc}")

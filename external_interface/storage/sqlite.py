@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl
 
 from exceptions import StorageUnavailable
 from external_interface.storage import Item
+from utils.urls import redact_url
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS items (
@@ -59,12 +60,13 @@ class SQLiteStore:
         """``sqlite:///relative.db`` or ``sqlite:////absolute.db``, optionally
         ``?busy_timeout_s=2`` (how long a write waits for another writer's lock)."""
         if not url.startswith("sqlite:///"):
-            raise ValueError(f"STORAGE_URL: expected sqlite:///path, got {url!r}")
+            raise ValueError(f"STORAGE_URL: expected sqlite:///path, got {redact_url(url)!r}")
         path, _, query = url.removeprefix("sqlite:///").partition("?")
         options = dict(parse_qsl(query))
         unknown = set(options) - {"busy_timeout_s"}
         if unknown:
-            raise ValueError(f"STORAGE_URL: unknown sqlite option(s) {sorted(unknown)} in {url!r}")
+            raise ValueError(f"STORAGE_URL: unknown sqlite option(s) {sorted(unknown)} "
+                             f"in {redact_url(url)!r}")
         return cls(Path(path), float(options.get("busy_timeout_s", 10.0)))
 
     def upsert(self, job_id: str, items: Sequence[Item]) -> int:

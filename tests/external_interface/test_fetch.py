@@ -21,7 +21,7 @@ from exceptions import (
     ServerError,
     SessionExpired,
 )
-from external_interface.fetch import Fetcher, parse_retry_after
+from external_interface.fetch import Fetcher
 from external_interface.http import Request
 from tests.external_interface.raw_server import RawServer, fixed, response
 
@@ -145,12 +145,6 @@ def test_rate_limit_carries_the_servers_retry_after(fetcher: Fetcher, base: str)
 def test_connection_refused_is_a_network_error(fetcher: Fetcher) -> None:
     with pytest.raises(NetworkError):
         fetcher.fetch(Request("http://127.0.0.1:9/"))
-
-
-def test_retry_after_accepts_seconds_and_http_dates() -> None:
-    assert parse_retry_after("120") == 120.0
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
-    assert parse_retry_after("soon") is None
 
 
 # -- what goes on the wire ----------------------------------------------------------

@@ -19,8 +19,8 @@ import pytest
 
 from config import FetchSettings
 from exceptions import ClientError, NetworkError, ResponseRejected
-from external_interface.fetch import HTML_TYPES, Fetcher
-from external_interface.http import Request
+from external_interface.fetch import Fetcher
+from external_interface.http import HTML_TYPES, Request
 from tests.external_interface.raw_server import (
     DEADLINE_S,
     MB,

@@ -133,6 +133,20 @@ def test_webhook_that_is_down_does_not_break_the_loop() -> None:
         Alert("stall", "j1", "m", 1.0))
 
 
+def test_a_webhook_that_fails_is_logged_without_its_secret_path(
+        caplog: pytest.LogCaptureFixture) -> None:
+    hook = "http://127.0.0.1:9/services/T000/B000/hunter2secret?token=hunter2secret"
+    WebhookNotifier(hook, timeout=1).notify(Alert("stall", "j1", "m", 1.0))
+    assert "not delivered to http://127.0.0.1:9:" in caplog.text
+    assert "hunter2secret" not in caplog.text
+
+
+def test_a_webhook_that_is_no_url_is_refused_without_quoting_it() -> None:
+    with pytest.raises(ValueError, match="http") as caught:
+        WebhookNotifier("hooks.example/services/T000/B000/hunter2secret")
+    assert "hunter2secret" not in str(caught.value)
+
+
 @pytest.mark.integration
 def test_stopping_the_workers_mid_job_fires_the_stall_alert_in_time(
         tmp_path: Path, receiver: Receiver) -> None:

@@ -13,7 +13,7 @@ from rich.console import Console
 
 from chains.runtime.report import FILLED
 from monitor.alerts import Rules, Watcher
-from monitor.dashboard import Dashboard, live, render_text
+from monitor.dashboard import Dashboard, live, reasons_table, render_text
 from monitor.snapshot import snapshot
 from sandbox.cluster import Cluster
 from tests.monitor.conftest import demo, run_module
@@ -58,6 +58,17 @@ def test_a_section_another_module_fills_is_drawn_as_a_table() -> None:
     assert re.search(r"demo\s+│\s+30\s+│\s+4.0", text), text
     assert "pools: no data yet" in text
     assert "sites: no data yet" in render_text(Dashboard(), a_snapshot(1.0))
+
+
+def test_error_reasons_are_shown_with_secrets_masked() -> None:
+    group = {"count": 2, "reason": "NetworkError: via http://crawler:hunter2@10.0.0.7:3128",
+             "steps": ["feed"], "examples": [{"step": "feed", "unit_id": "u1",
+                                              "params": {"url": "https://x/?token=hunter2"}}]}
+    table = reasons_table([a_view("j1", 1, 3) | {"failure_groups": [group]}])
+    console = Console(record=True, width=200, file=io.StringIO())
+    console.print(table)
+    text = console.export_text()
+    assert "hunter2" not in text and "crawler:***@10.0.0.7" in text and "token=***" in text
 
 
 def test_alerts_fired_while_watching_are_shown() -> None:

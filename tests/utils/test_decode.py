@@ -11,10 +11,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from lxml import etree
 
 from exceptions import ParseError, ResponseRejected
 from external_interface.http import Response
-from utils.decode import decode_body, gunzip_capped, header_charset, parse_html, parse_xml
+from utils.decode import (
+    MAX_HTML_DEPTH,
+    HtmlElement,
+    decode_body,
+    flatten_html,
+    gunzip_capped,
+    header_charset,
+    html_selector,
+    parse_html,
+    parse_xml,
+)
 
 CAFE = "Caf\u00e9 cr\u00e8me \u2014 \u201cna\u00efve\u201d"
 
@@ -111,13 +122,50 @@ def test_several_hundred_unclosed_tags_keep_the_rest_of_the_page() -> None:
     assert root.xpath("//p/@id") == ["end"]
 
 
-def test_nesting_past_the_parser_limit_is_a_parse_error_not_a_truncated_tree() -> None:
-    started = time.monotonic()
-    with pytest.raises(ParseError, match="limits"):
-        parse_html("<div>" * 200_000 + "<p id=end>tail</p>")
-    assert time.monotonic() - started < 5
+def _deep_page(depth: int) -> str:
+    """A page with a link before, inside and after ``depth`` nested divs."""
+    return ("<html><head><title>Deep page</title></head><body>"
+            '<a href="/first">first</a>' + "<div>" * depth + '<a href="/deep">deep</a>'
+            + "</div>" * depth + '<a href="/after">after</a><p id="end">tail</p></body></html>')
 
 
+def test_a_page_nested_100000_deep_yields_its_title_and_every_link() -> None:
+    root = parse_html(_deep_page(100_000), base_url="https://example.com/")
+    assert root.findtext(".//title") == "Deep page"
+    assert root.xpath("//a/@href") == ["/first", "/deep", "/after"]
+    assert root.xpath("//p[@id='end']/text()") == ["tail"]
+    assert _depth(root) <= MAX_HTML_DEPTH + 2  # html and body above the page's own
+
+
+def _depth(root: HtmlElement) -> int:
+    depth = deepest = 0
+    for event, _ in etree.iterwalk(root, events=("start", "end")):
+        depth += 1 if event == "start" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def test_the_parsel_selector_sees_the_same_deep_page() -> None:
+    page = html_selector(_deep_page(100_000).encode(), base_url="https://example.com/")
+    assert page.css("title::text").get() == "Deep page"
+    assert page.css("a::attr(href)").getall() == ["/first", "/deep", "/after"]
+
+
+def test_unclosed_tags_past_the_parser_limit_keep_the_rest_of_the_page() -> None:
+    root = parse_html("<title>t</title>" + "<div>" * 200_000 + "<p id=end>tail</p>")
+    assert root.xpath("//p/@id") == ["end"] and len(root.xpath("//div")) == 200_000
+
+
+def test_a_page_within_the_bound_is_copied_as_written_by_the_flattener() -> None:
+    page = ('<!DOCTYPE html><html><head><title>a &amp; b</title><meta charset=utf-8>'
+            '<script>if (a < b && c > d) { s = "<a href=x>" }</script></head><body>'
+            '<!-- note --><p class="x" data-v=\'1 > 0\'>caf&eacute; &#233; &#x41;<br/>'
+            "<img src=i.png><a href='/n'>n</a></p></span><![CDATA[x]]></body></html>")
+    assert flatten_html(page) == page
+
+
+def test_flattening_closes_the_deepest_element_and_keeps_the_rest_in_order() -> None:
+    assert flatten_html("<i><b><u>x</u>y</b>z</i>", max_depth=2) == "<i><b></b><u>x</u>yz</i>"
 @pytest.mark.parametrize("markup", ["", "   ", b"", b"\n\n"])
 def test_an_empty_document_is_a_parse_error(markup: str | bytes) -> None:
     with pytest.raises(ParseError, match="empty"):

@@ -14,6 +14,12 @@ SAME_RESOURCE = [
     ("http://bücher.de/a", "http://xn--bcher-kva.de/a"),
     ("http://example.com/a?x=1&y=2", "http://example.com/a?y=2&x=1"),
     ("http://example.com/a%7eb", "http://example.com/a~b"),
+    ("http://example.com/a%2fb", "http://example.com/a%2Fb"),
+    ("http://example.com/./a/../b", "http://example.com/b"),
+    ("http://example.com/s?q=a%20b", "http://example.com/s?q=a+b"),
+    ("http://example.com/s?a&b=1", "http://example.com/s?b=1&a="),
+    ("http://example.com/s?a=1&&b=2", "http://example.com/s?b=2&a=1"),
+    ("http://example.com/s?", "http://example.com/s"),
 ]
 
 OTHER_RESOURCE = [
@@ -24,6 +30,11 @@ OTHER_RESOURCE = [
     ("http://example.com/a?x=1", "http://example.com/a?x=2"),
     ("http://example.com/a?x=1", "http://example.com/a"),
     ("http://example.com/a", "http://www.example.com/a"),
+    ("http://example.com/a%2Fb", "http://example.com/a/b"),
+    ("http://example.com/a%3Ab", "http://example.com/a:b"),
+    ("http://example.com/s?q=1%2B1", "http://example.com/s?q=1+1"),
+    ("http://example.com/s?tag=a&tag=b", "http://example.com/s?tag=b&tag=a"),
+    ("http://u:one@example.com/a", "http://u:two@example.com/a"),
 ]
 
 
@@ -41,6 +52,18 @@ def test_canonical_url_drops_fragment_default_port_and_case_of_host() -> None:
     assert canonical_url("HTTPS://Example.COM:443/Path?b=2&a=1#top") == (
         "https://example.com/Path?a=1&b=2"
     )
+
+
+def test_canonical_url_starts_from_the_url_to_fetch() -> None:
+    fetched = "http://xn--bcher-kva.de/s%c3%a9?z=1&a=%2f"
+    assert canonical_url("http://B\u00fccher.de:80/s\u00e9?z=1&a=%2f#x") == (
+        "http://xn--bcher-kva.de/s%C3%A9?a=%2F&z=1")
+    assert canonical_url(fetched) == canonical_url(canonical_url(fetched))
+
+
+def test_a_url_that_cannot_be_fetched_still_has_a_key_of_its_own() -> None:
+    assert canonical_url(" http://exa mple.com/ ") == "http://exa mple.com/"
+    assert request_fingerprint("GET", "mailto:a@b.c") != request_fingerprint("GET", "mailto:b@b.c")
 
 
 def test_canonical_url_keeps_a_non_default_port() -> None:

@@ -89,7 +89,7 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
     started = time.monotonic()
     with slots, fetch_slots(batch.rt.settings.task.max_fetches):
         try:
-            response = batch.rt.fetcher.fetch_raw(request)
+            response = batch.rt.fetcher.fetch_raw(request, batch.allowed)
             check_response(response, bans)
         except CrawlError as exc:
             if isinstance(exc, RateLimited) and (r.outfit is None or r.outfit.proxy is None):

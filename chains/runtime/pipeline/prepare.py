@@ -21,6 +21,7 @@ domains, and the recrawl decision for the whole batch in one dedup round trip.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from chains.runtime.site import Signal, UnitContext
@@ -28,10 +29,11 @@ from exceptions import (
     CrawlError,
     OffSite,
     PermanentError,
-    RateLimited,
     RotateError,
+    TransientError,
 )
 from external_interface import recrawl
+from utils.domains import AllowedDomains
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -85,13 +87,17 @@ class Failed:
 Fate = Done | Unchanged | Skipped | RetryAfter | Failed
 
 
-def fate_of(error: CrawlError) -> Failed | RetryAfter:
-    """What an error's branch of the tree says to do (``exceptions``)."""
+def fate_of(error: CrawlError) -> Failed | RetryAfter | Skipped:
+    """What an error's branch of the tree says to do (``exceptions``): an error with a
+    ``skip_reason`` (off-site) skips the unit; a transient one's Retry-After is its wait."""
+    skip = getattr(error, "skip_reason", None)
+    if skip:
+        return Skipped(skip)
     if isinstance(error, PermanentError):
         return Failed(type(error).__name__, str(error))
     if isinstance(error, RotateError):
         return RetryAfter(0.0, error.reason, "rotate")
-    advised = error.retry_after if isinstance(error, RateLimited) else None
+    advised = error.retry_after if isinstance(error, TransientError) else None
     return RetryAfter(advised, error.reason)
 
 
@@ -163,12 +169,23 @@ class Batch:
     retries: int  # retries this message has had (Celery's count)
 
     @property
+    def allowed(self) -> AllowedDomains:
+        """The job's allowed domains, matched on registrable domains (start and redirects)."""
+        return allowed_domains(tuple(self.chain.allowed_domains))
+
+    @property
     def job_id(self) -> str:
         return self.envelope["job"]
 
     @property
     def hooks(self) -> Hooks:
         return self.site.hooks
+
+
+@lru_cache(maxsize=64)
+def allowed_domains(domains: tuple[str, ...]) -> AllowedDomains:
+    """One matcher per set of domains a process meets (built once per job, in effect)."""
+    return AllowedDomains(domains)
 
 
 # -- the phase -----------------------------------------------------------------------
@@ -200,7 +217,7 @@ def _prepare_one(batch: Batch, r: UnitRun) -> UnitRun:
         ctx = UnitContext(envelope["job"], envelope["step"], batch.step.name, r.unit["id"],
                           params, envelope["depth"], batch.settings)  # type: ignore[arg-type]
         request = batch.step.request(params, batch.settings)
-        if not batch.chain.allows(request.url):
+        if not batch.allowed.allows_url(request.url):
             raise OffSite(f"{request.url} is outside the job's allowed domains",
                           url=request.url)
     except PermanentError as exc:

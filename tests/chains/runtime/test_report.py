@@ -11,7 +11,14 @@ from rich.console import Console
 from chains.runtime.job import Job
 from chains.runtime.ledger import Failure, Ledger
 from chains.runtime.metrics import Metrics, Tally
-from chains.runtime.report import job_report, print_summary, progress, summary_table
+from chains.runtime.report import (
+    failure_groups_table,
+    failures_table,
+    job_report,
+    print_summary,
+    progress,
+    summary_table,
+)
 
 
 def fail(unit: str, step: str, error: str, message: str) -> Failure:
@@ -96,3 +103,17 @@ def test_the_launch_views_still_render_from_status(redis_client: redis.Redis) ->
     console = Console(record=True, width=120, file=io.StringIO())
     print_summary(status, console)
     assert "failed units" in console.export_text()
+
+
+LEAKY = {"reason": "ParseError: no title at https://u:hunter2@shop.example/p?api_key=hunter2",
+         "params": {"url": "https://shop.example/p?access_token=hunter2"}}
+
+
+def test_failure_reasons_and_params_are_shown_with_secrets_masked() -> None:
+    status = {"failures": [{"step": "detail", "unit_id": "u1", "reason": LEAKY["reason"]}]}
+    view = {"failure_groups": [{"count": 1, "reason": LEAKY["reason"], "steps": ["detail"],
+                                "examples": [{"step": "detail", "unit_id": "u1",
+                                              "params": LEAKY["params"]}]}]}
+    text = render(failures_table(status)) + render(failure_groups_table(view))
+    assert "hunter2" not in text
+    assert "u:***@shop.example" in text and "access_token=***" in text

@@ -67,3 +67,9 @@ def test_a_collection_name_must_be_a_plain_file_name(tmp_path: Path, name: str) 
 def test_the_url_names_a_relative_or_an_absolute_directory() -> None:
     assert JsonlStore.from_url("jsonl:///data/items").directory == Path("data/items")
     assert JsonlStore.from_url("jsonl:////srv/items").directory == Path("/srv/items")
+
+
+def test_a_wrong_storage_url_is_named_with_its_password_masked() -> None:
+    with pytest.raises(ValueError, match="STORAGE_URL") as caught:
+        JsonlStore.from_url("jsonl://app:hunter2@files.internal/items")
+    assert "hunter2" not in str(caught.value) and "app:***@" in str(caught.value)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import uuid
 
 import pytest
@@ -47,6 +48,24 @@ def test_an_unreachable_server_raises_storage_unavailable_quickly() -> None:
         store.upsert("job-1", posts(1))
     assert time.monotonic() - started < 5
     store.close()
+
+
+def test_an_unreachable_server_behind_a_password_never_shows_it() -> None:
+    pytest.importorskip("pymongo", reason="pymongo not installed (the mongo extra)")
+    from external_interface.storage.mongo import MongoStore
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = MongoStore.from_url(f"mongodb://crawler:hunter2@127.0.0.1:{port}/t?authSource=admin",
+                                server_selection_timeout_ms=200)
+    try:
+        with pytest.raises(StorageUnavailable) as caught:
+            store.upsert("job-1", posts(1))
+    finally:
+        store.close()
+    shown = "".join(traceback.format_exception(caught.value)) + str(caught.value.url)
+    assert "hunter2" not in shown and "ServerSelectionTimeoutError" in shown
 
 
 def test_the_database_comes_from_the_url() -> None:
