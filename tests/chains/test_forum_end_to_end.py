@@ -32,7 +32,7 @@ def assert_exact(status: dict[str, Any], want: ForumExpected, base: str) -> None
     assert status["state"] == "finished", status["failures"]
     failed = {f["params"]["url"].removeprefix(base): f["reason"] for f in status["failures"]}
     assert set(failed) == set(want.failures)
-    assert all(r.startswith("NotFound") for r in failed.values()), failed
+    assert all(r.startswith(("NotFound", "Gone")) for r in failed.values()), failed
     assert status["totals"]["requests"] == want.requests
 
 

@@ -43,7 +43,7 @@ def test_a_missing_page_is_reported_as_the_unit_would_fail(server: SandboxServer
     want = expected(server.site.forum.world)
     gone = next(url for url, status in want.failures.items() if status == 404)
     result = try_step("forum.web.thread", {"url": f"{server.base_url}{gone}"})
-    assert result["status"] == 404 and result["error"].startswith("NotFound")
+    assert result["status"] == 404 and result["error"].startswith("NotFound")  # 410: Gone
 
 
 def test_site_settings_apply_to_the_request(server: SandboxServer) -> None:
