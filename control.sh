@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # crawlchain control: setup / demo / test / start / stop / restart / status / logs.
 #
+#   ./control.sh setup                      the runtime, pinned by requirements/constraints.txt
+#                                           (CRAWLCHAIN_EXTRAS=mongo,postgres adds extras)
+#   ./control.sh lock [--upgrade]           regenerate that file from pyproject.toml (uv)
 #   ./control.sh demo [--json]              set up, start everything, run the demo chain, stop
 #   ./control.sh test [--slow|--all] [pytest args]
 #   ./control.sh start|stop|restart|status [redis|sandbox|worker|beat|flower|exporter|all]
@@ -48,14 +51,35 @@ python_bin() {
   die "Python >= 3.11 is required; set PYTHON=/path/to/python3.11"
 }
 
-cmd_setup() {
-  local stamp="$VENV/.installed"
-  if [[ -f "$stamp" && "$stamp" -nt "$ROOT/pyproject.toml" ]]; then return 0; fi
-  say "setup: creating $VENV and installing crawlchain with its dev tools"
+LOCK="$ROOT/requirements/constraints.txt"  # every version, pinned: ./control.sh lock
+
+install() {  # install STAMP SPEC: SPEC with every version from the lock, once per change
+  local stamp="$VENV/.installed-$1" spec="$2"
+  if [[ -f "$stamp" && "$stamp" -nt "$ROOT/pyproject.toml" && "$stamp" -nt "$LOCK" \
+        && "$(cat "$stamp")" == "$spec" ]]; then return 0; fi
+  [[ -f "$LOCK" ]] || die "setup: $LOCK is missing; run ./control.sh lock"
   [[ -x "$PY" ]] || "$(python_bin)" -m venv "$VENV"
-  "$PY" -m pip install --quiet --upgrade pip
-  "$PY" -m pip install --quiet -e "$ROOT[dev]"
-  touch "$stamp"
+  say "setup: pip install -c ${LOCK#"$ROOT"/} -e '$spec' (versions pinned by the lock file)"
+  "$PY" -m pip install --quiet --disable-pip-version-check -c "$LOCK" -e "$spec"
+  echo "$spec" > "$stamp"
+}
+
+cmd_setup() {  # the runtime only (worker hosts); CRAWLCHAIN_EXTRAS=mongo,... adds extras
+  local extras="${CRAWLCHAIN_EXTRAS:-}"
+  install runtime "$ROOT${extras:+[$extras]}"
+}
+
+setup_dev() {  # the runtime and the dev tools (pytest, mypy, ruff, deptry, uv), pinned
+  install dev "$ROOT[dev${CRAWLCHAIN_EXTRAS:+,$CRAWLCHAIN_EXTRAS}]"
+}
+
+cmd_lock() {  # regenerate the lock from pyproject.toml with uv (itself pinned by the lock)
+  [[ -x "$PY" ]] || "$(python_bin)" -m venv "$VENV"
+  [[ -x "$VENV/bin/uv" ]] || "$PY" -m pip install --quiet -c "$LOCK" uv
+  mkdir -p "$(dirname "$LOCK")"
+  "$VENV/bin/uv" pip compile "$ROOT/pyproject.toml" --all-extras --universal \
+    --python-version 3.11 --quiet --custom-compile-command "./control.sh lock" -o "$LOCK" "$@"
+  say "lock: wrote ${LOCK#"$ROOT"/}; commit it, then ./control.sh setup installs from it"
 }
 
 load_env() {  # export the cluster's env file; variables already set win over it
@@ -255,7 +279,7 @@ demo_cleanup() {
 }
 
 cmd_test() {
-  cmd_setup
+  setup_dev
   local marker="not slow"
   case "${1:-}" in
     --slow) marker="slow"; shift ;;
@@ -264,6 +288,7 @@ cmd_test() {
   if [[ "$marker" != "slow" ]]; then
     "$VENV/bin/ruff" check .
     "$VENV/bin/mypy" .
+    "$VENV/bin/deptry" .  # every import declared in pyproject.toml
   fi
   "$PY" -m pytest ${marker:+-m "$marker"} "$@"
 }
@@ -303,10 +328,11 @@ main() {
     esac
   done
   set -- "${args[@]+"${args[@]}"}"
-  case "$verb" in setup|test|bench|faults|"") ;; *) load_env ;; esac
+  case "$verb" in setup|lock|test|bench|faults|"") ;; *) load_env ;; esac
   export DEMO_BASE_URL="${DEMO_BASE_URL:-http://127.0.0.1:${DEMO_PORT:-8765}}"
   case "$verb" in
     setup) cmd_setup ;;
+    lock) cmd_lock "$@" ;;
     demo) cmd_demo "$@" ;;
     test) cmd_test "$@" ;;
     start) cmd_setup; cmd_start "$@" ;;
