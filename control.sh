@@ -10,8 +10,9 @@
 #                      [--queues q1,q2] [--concurrency N] [--name NAME]
 #   ./control.sh monitor [--once] [--json] [--interval S]
 #   ./control.sh logs [component]
-#   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv] [--out FILE] [--job JOB_ID]
-#   ./control.sh bench dedup|storage|crawl|rate_limit [args]
+#   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv|json|parquet] [--out FILE]
+#                      [--job JOB_ID] [--since WHEN] [--fields A,B]
+#   ./control.sh bench dedup|storage|crawl|rate_limit|export [args]
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #
@@ -296,8 +297,8 @@ cmd_test() {
 cmd_bench() {
   local what="${1:-}"; [[ $# -gt 0 ]] && shift
   case "$what" in
-    dedup|storage|crawl|rate_limit) "$PY" -m "bench.$what" "$@" ;;
-    *) die "bench: expected one of: dedup, storage, crawl, rate_limit" ;;
+    dedup|storage|crawl|rate_limit|export) "$PY" -m "bench.$what" "$@" ;;
+    *) die "bench: expected one of: dedup, storage, crawl, rate_limit, export" ;;
   esac
 }
 

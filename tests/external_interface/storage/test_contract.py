@@ -121,6 +121,33 @@ def test_collections_are_kept_apart(store: ItemStore) -> None:
     assert store.count("nothing_here") == 0
 
 
+def test_read_keeps_the_records_a_job_wrote_last(store: ItemStore) -> None:
+    store.upsert("job-1", posts(1, 2, 3))
+    store.upsert("job-2", posts(2, 4))
+    assert [r["key"] for r in store.read("posts", job_id="job-1")] == ["demo|1", "demo|3"]
+    assert [r["key"] for r in store.read("posts", job_id="job-2")] == ["demo|2", "demo|4"]
+
+
+def test_read_since_keeps_the_records_last_seen_at_or_after_it(store: ItemStore) -> None:
+    store.upsert("job-1", posts(1, 2))
+    time.sleep(0.02)
+    store.upsert("job-1", posts(2, 3))
+    [late] = [r for r in store.read("posts") if r["key"] == "demo|3"]
+    kept = [r["key"] for r in store.read("posts", since=late["last_seen"])]
+    assert kept == ["demo|2", "demo|3"]
+    assert list(store.read("posts", since=time.time() + 60)) == []
+
+
+def test_a_write_while_a_read_is_under_way_breaks_neither(store: ItemStore) -> None:
+    store.upsert("job-1", posts(*range(50)))
+    reading = store.read("posts")
+    first = next(reading)
+    assert store.upsert("job-2", posts(1000)) == 1
+    rest = list(reading)
+    assert first["key"] == "demo|0" and len(rest) in (49, 50)  # a snapshot, or the new key too
+    assert store.count("posts") == 51
+
+
 # --- the HTTP sink answering 503 ----------------------------------------------------------
 
 
