@@ -1,7 +1,9 @@
 """The ItemStore contract, run against every backend; then each backend's outages.
 
 SQLite, JSON lines and the HTTP sink (a real loopback server) always run; MongoDB runs
-wherever ``MONGO_URI`` points at a server, on a throwaway database.
+wherever ``MONGO_URI`` points at a server, on a throwaway database; PostgreSQL wherever
+``POSTGRES_DSN`` (default: the local server, database ``test``) answers, on a throwaway
+schema.
 """
 
 from __future__ import annotations
@@ -22,12 +24,13 @@ from exceptions import StorageUnavailable
 from external_interface.storage import ItemStore, store_from_url
 from external_interface.storage.http_sink import HttpSinkStore
 from external_interface.storage.sqlite import SQLiteStore
+from tests.external_interface.storage.postgres_support import postgres_store
 from tests.external_interface.storage.support import Comment, Post, SinkHTTPServer, posts
 
 if TYPE_CHECKING:
     from external_interface.storage.mongo import MongoStore
 
-BACKENDS = ["sqlite", "jsonl", "http_sink", "mongodb"]
+BACKENDS = ["sqlite", "jsonl", "http_sink", "mongodb", "postgresql"]
 
 
 def _mongo_store() -> MongoStore:
@@ -50,6 +53,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ItemStore]
         built = store_from_url(f"jsonl:///{tmp_path / 'items'}")
     elif request.param == "http_sink":
         built = store_from_url(request.getfixturevalue("sink_server").url)
+    elif request.param == "postgresql":
+        with postgres_store() as postgres:
+            yield postgres
+        return
     else:
         mongo = _mongo_store()
         yield mongo

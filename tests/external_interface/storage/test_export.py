@@ -192,3 +192,21 @@ def test_parquet_without_pyarrow_says_how_to_install_it(
     with pytest.raises(ImportError, match=r"pip install 'crawlchain\[parquet\]'"):
         main(["posts", "--format", "parquet", "--out", str(tmp_path / "p.parquet"),
               "--storage-url", _sqlite_url(tmp_path)])
+
+
+def test_a_postgresql_store_exports_as_the_others_do(tmp_path: Path) -> None:
+    from tests.external_interface.storage.postgres_support import postgres_store
+
+    with postgres_store() as store:
+        store.upsert("job-1", posts(1, 2, 3))
+        store.upsert("job-2", posts(3, title="again"))
+        url = f"{store.dsn}&schema={store.schema}"
+        out = tmp_path / "posts.csv"
+        main(["posts", "--format", "csv", "--fields", "post_id,title", "--job", "job-1",
+              "--storage-url", url, "--out", str(out)])
+        rows = list(csv.DictReader(out.open(newline="")))
+        assert [(r["_key"], r["title"]) for r in rows] == [("demo|1", "hello 1"),
+                                                           ("demo|2", "hello 2")]
+        assert main(["job-2", "--storage-url", url, "--out", str(out)]) == 0
+        [record] = [json.loads(line) for line in out.read_text().splitlines()]
+        assert (record["collection"], record["data"]["title"]) == ("posts", "again 3")
