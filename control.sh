@@ -17,8 +17,9 @@
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #
 # Processes run detached, tracked by pid files under run/, logging under logs/,
-# and are stopped by pid. The embedded Redis is used unless both CELERY_BROKER_URL
-# and STATE_REDIS_URL name another server. Settings come from the environment, then
+# and are stopped by pid. The embedded Redis (a redis-server >= 7 on a unix socket under
+# run/; setup installs Debian's when root) is used unless both CELERY_BROKER_URL and
+# STATE_REDIS_URL name another server. Settings come from the environment, then
 # from the cluster's env file (CRAWLCHAIN_ENV_FILE, default crawlchain.env here; mode
 # 600). With --hosts, each verb runs on every host of the file over $CRAWLCHAIN_SSH
 # (utils/hosts.py describes the file); exactly one host may run beat.
@@ -68,10 +69,27 @@ install() {  # install STAMP SPEC: SPEC with every version from the lock, once p
 cmd_setup() {  # the runtime only (worker hosts); CRAWLCHAIN_EXTRAS=mongo,... adds extras
   local extras="${CRAWLCHAIN_EXTRAS:-}"
   install runtime "$ROOT${extras:+[$extras]}"
+  ensure_redis_server
+}
+
+ensure_redis_server() {  # the embedded Redis runs a redis-server >= 7: Debian's, as root
+  uses_embedded_redis || return 0
+  "$PY" -m utils.embedded_redis binary >/dev/null 2>&1 && return 0
+  if [[ $EUID -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    say "setup: no redis-server >= 7 here, and the embedded Redis needs one: install it"
+    say "       (apt-get install redis-server; brew install redis) or set REDIS_SERVER=PATH"
+    return 0
+  fi
+  say "setup: apt-get install redis-server (Debian's, for the embedded Redis)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends redis-server >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server; } \
+    || die "setup: apt-get install redis-server failed; install a redis-server >= 7 by hand"
 }
 
 setup_dev() {  # the runtime and the dev tools (pytest, mypy, ruff, deptry, uv), pinned
   install dev "$ROOT[dev${CRAWLCHAIN_EXTRAS:+,$CRAWLCHAIN_EXTRAS}]"
+  ensure_redis_server
 }
 
 cmd_lock() {  # regenerate the lock from pyproject.toml with uv (itself pinned by the lock)
@@ -134,8 +152,10 @@ start_redis() {
   if is_running redis; then return 0; fi
   mkdir -p "$RUN" "$LOGS"
   rm -f "$RUN/redis.sock"
-  "$PY" -m utils.embedded_redis start "$RUN" > "$(pidfile redis)"
-  say "redis: started (pid $(cat "$(pidfile redis)"), socket $RUN/redis.sock)"
+  local pid
+  pid="$("$PY" -m utils.embedded_redis start "$RUN")" || die "redis: not started (above: why)"
+  echo "$pid" > "$(pidfile redis)"
+  say "redis: started (pid $pid, socket $RUN/redis.sock)"
 }
 
 wait_http() {  # wait_http URL: until it answers (any status: a defended site says 400), 10 s
