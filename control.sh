@@ -8,6 +8,7 @@
 #   ./control.sh test [--slow|--all] [pytest args]
 #   ./control.sh start|stop|restart|status [redis|sandbox|worker|beat|flower|exporter|all]
 #                      [--queues q1,q2] [--concurrency N] [--name NAME]
+#                      (stop lets running units finish: TASK_TIME_LIMIT_S + STOP_MARGIN_S)
 #   ./control.sh monitor [--once] [--json] [--interval S]
 #   ./control.sh logs [component]
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv|json|parquet] [--out FILE]
@@ -67,8 +68,10 @@ install() {  # install STAMP SPEC: SPEC with every version from the lock, once p
 }
 
 cmd_setup() {  # the runtime only (worker hosts); CRAWLCHAIN_EXTRAS=mongo,... adds extras
-  local extras="${CRAWLCHAIN_EXTRAS:-}"
-  install runtime "$ROOT${extras:+[$extras]}"
+  local extras="${CRAWLCHAIN_EXTRAS:-}" dev="$VENV/.installed-dev"
+  if [[ -z "$extras" && -f "$dev" && "$dev" -nt "$ROOT/pyproject.toml" && "$dev" -nt "$LOCK" ]]
+  then :  # a developer's venv: the dev install holds the runtime already
+  else install runtime "$ROOT${extras:+[$extras]}"; fi
   ensure_redis_server
 }
 
@@ -128,21 +131,30 @@ spawn() {  # spawn NAME CMD...: run detached in its own session, record the pid
   say "$name: started (pid $!)"
 }
 
-stop_pid() {  # stop_pid NAME [GRACE_S]: TERM, wait, then KILL the process group
-  local name="$1" grace="${2:-20}" file pid
+stop_pid() {  # stop_pid NAME [GRACE_S] [SIGNAL]: TERM, wait; then SIGNAL and 15 s more, if
+  local name="$1" grace="${2:-20}" last="${3:-}" file pid  # given; then KILL the group
   file="$(pidfile "$name")"
   [[ -f "$file" ]] || return 0
   pid="$(cat "$file")"
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq $((grace * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    wait_gone "$pid" "$grace"
+    if [[ -n "$last" ]] && kill -0 "$pid" 2>/dev/null; then
+      say "$name: still running after ${grace}s, sending SIG$last"
+      kill -"$last" "$pid" 2>/dev/null || true
+      wait_gone "$pid" 15
+    fi
     if kill -0 "$pid" 2>/dev/null; then
-      say "$name: still alive after ${grace}s, killing"
+      say "$name: still alive, killing"
       kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
     fi
     say "$name: stopped"
   fi
   rm -f "$file"
+}
+
+wait_gone() {  # wait_gone PID SECONDS
+  for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
 }
 
 uses_embedded_redis() { [[ -z "${CELERY_BROKER_URL:-}" || -z "${STATE_REDIS_URL:-}" ]]; }
@@ -223,6 +235,19 @@ start_exporter() {
 
 workers() { for f in "$RUN"/worker-*.pid; do [[ -e "$f" ]] && basename "$f" .pid; done; }
 
+worker_grace() {  # seconds a stopping worker gets: a running unit's time limit, and a margin
+  echo $(( ${TASK_TIME_LIMIT_S:-150} + ${STOP_MARGIN_S:-30} ))
+}
+
+stop_worker() {  # stop_worker NAME: a warm shutdown lets running units finish; past the
+  # grace, Celery's cold shutdown (SIGQUIT) cancels them and hands their messages back to
+  # the broker at once, so they are delivered again (a SIGKILL would leave them to the
+  # visibility timeout)
+  is_running "$1" && say "$1: stopping; running units may finish (up to $(worker_grace) s:" \
+    "TASK_TIME_LIMIT_S + STOP_MARGIN_S; a unit cut then is delivered again)"
+  stop_pid "$1" "$(worker_grace)" QUIT
+}
+
 cmd_start() {
   local what="${1:-all}"
   case "$what" in
@@ -241,11 +266,11 @@ cmd_stop() {
   local what="${1:-all}" w
   case "$what" in
     worker)
-      if [[ -n "$NAME_GIVEN" ]]; then stop_pid "worker-$NAME" 60
-      else for w in $(workers); do stop_pid "$w" 60; done; fi ;;
+      if [[ -n "$NAME_GIVEN" ]]; then stop_worker "worker-$NAME"
+      else for w in $(workers); do stop_worker "$w"; done; fi ;;
     redis|sandbox|beat|flower|exporter) stop_pid "$what" ;;
     all)
-      for w in $(workers); do stop_pid "$w" 60; done
+      for w in $(workers); do stop_worker "$w"; done
       stop_pid beat; stop_pid flower; stop_pid exporter; stop_pid sandbox; stop_pid redis ;;
     *) die "stop: unknown component '$what'" ;;
   esac
@@ -295,7 +320,7 @@ cmd_demo() {
 demo_cleanup() {
   local c
   for c in "$@"; do
-    case "$c" in worker-*) stop_pid "$c" 60 ;; *) stop_pid "$c" ;; esac
+    case "$c" in worker-*) stop_worker "$c" ;; *) stop_pid "$c" ;; esac
   done
 }
 
