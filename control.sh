@@ -17,7 +17,8 @@
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #
-# Processes run detached, tracked by pid files under run/, logging under logs/,
+# Processes run detached, tracked by pid files under run/, logging under logs/ at
+# LOG_LEVEL (DEBUG|INFO|WARNING|ERROR, default INFO) in LOG_FORMAT (text|json),
 # and are stopped by pid. The embedded Redis (a redis-server >= 7 on a unix socket under
 # run/; setup installs Debian's when root) is used unless both CELERY_BROKER_URL and
 # STATE_REDIS_URL name another server. Settings come from the environment, then
@@ -114,6 +115,15 @@ load_env() {  # export the cluster's env file; variables already set win over it
   eval "$exports"
 }
 
+log_settings() {  # LOG_LEVEL and LOG_FORMAT, checked, for every process started from here
+  LOG_LEVEL="${LOG_LEVEL:-INFO}"; LOG_LEVEL="${LOG_LEVEL^^}"
+  LOG_FORMAT="${LOG_FORMAT:-text}"; LOG_FORMAT="${LOG_FORMAT,,}"
+  case "$LOG_LEVEL" in DEBUG|INFO|WARNING|ERROR|CRITICAL) ;;
+    *) die "LOG_LEVEL=$LOG_LEVEL: expected DEBUG, INFO, WARNING, ERROR or CRITICAL" ;; esac
+  case "$LOG_FORMAT" in text|json) ;; *) die "LOG_FORMAT=$LOG_FORMAT: expected text or json" ;; esac
+  export LOG_LEVEL LOG_FORMAT
+}
+
 # -- processes ----------------------------------------------------------------
 pidfile() { echo "$RUN/$1.pid"; }
 
@@ -207,7 +217,7 @@ start_worker() {
   local proxies=() found
   found="$(sandbox_proxies)"; [[ -z "$found" ]] || proxies=("$found")
   spawn "worker-$NAME" env ${proxies[@]+"${proxies[@]}"} "$CELERY" -A worker worker --hostname "$NAME@${CRAWLCHAIN_HOST:-%h}" \
-    -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel INFO
+    -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel "$LOG_LEVEL"
 }
 
 check_beat_host() {  # one beat per cluster: CRAWLCHAIN_BEAT_HOST names its host
@@ -218,12 +228,14 @@ check_beat_host() {  # one beat per cluster: CRAWLCHAIN_BEAT_HOST names its host
 
 start_beat() {
   check_beat_host
-  spawn beat "$CELERY" -A worker beat --loglevel INFO --schedule "$RUN/celerybeat-schedule"
+  spawn beat "$CELERY" -A worker beat --loglevel "$LOG_LEVEL" --schedule "$RUN/celerybeat-schedule"
 }
 
 start_flower() {  # Flower 2 serves /api without auth only when told to; loopback only
+  local level="${LOG_LEVEL,,}"; [[ "$level" != critical ]] || level=error  # tornado's names
   spawn flower env FLOWER_UNAUTHENTICATED_API="${FLOWER_UNAUTHENTICATED_API:-true}" \
-    "$CELERY" -A worker flower --address=127.0.0.1 --port="${FLOWER_PORT:-5555}"
+    "$CELERY" -A worker flower --address=127.0.0.1 --port="${FLOWER_PORT:-5555}" \
+    --logging="$level"
   # Task events are off by default; Flower turns them on every few seconds, this at once
   "$CELERY" -A worker control enable_events --timeout 2 >/dev/null 2>&1 || true
 }
@@ -375,6 +387,7 @@ main() {
   done
   set -- "${args[@]+"${args[@]}"}"
   case "$verb" in setup|lock|test|bench|faults|"") ;; *) load_env ;; esac
+  log_settings
   export DEMO_BASE_URL="${DEMO_BASE_URL:-http://127.0.0.1:${DEMO_PORT:-8765}}"
   case "$verb" in
     setup) cmd_setup ;;

@@ -34,6 +34,8 @@ from typing import Any, Literal, Protocol
 
 import redis
 
+from utils.logs import configure
+
 log = logging.getLogger("crawlchain.alerts")
 
 Kind = Literal["stall", "failure_rate"]
@@ -192,7 +194,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between checks")
     parser.add_argument("--jobs", type=int, default=20, help="how many newest jobs to watch")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    configure()  # LOG_LEVEL, LOG_FORMAT
 
     from config import get_settings
     from external_interface.resources import state_redis

@@ -18,6 +18,7 @@ its history stays in Prometheus, and the ledger keeps its exact counts.
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -40,6 +41,7 @@ from prometheus_client.registry import Collector
 from external_interface.ledger import Ledger
 from monitor.metrics import Family, Metrics, MetricsData, histogram, histogram_tasks, task_labels
 from monitor.snapshot import queue_depths, workers
+from utils.logs import configure
 
 TASK_LABELS = ("site", "platform", "step")
 JOB_UNIT_STATES = ("spawned", "done", "failed", "skipped")
@@ -71,6 +73,7 @@ HISTOGRAMS: tuple[tuple[str, str, Family], ...] = (
     ("crawlchain_parse_duration_seconds", "Parse duration.", "parse_s"),
 )
 UNAVAILABLE = (redis.RedisError, OperationalError, OSError)  # the state plane or the broker
+log = logging.getLogger("monitor.exporter")
 
 
 # -- cluster counters -----------------------------------------------------------
@@ -229,6 +232,7 @@ def metrics_app(source: CollectorRegistry) -> Wsgi:
         try:
             return list(inner(environ, start_response))
         except UNAVAILABLE as exc:
+            log.warning("scrape answered 503: state plane unavailable: %s", exc)
             start_response("503 Service Unavailable", [("Content-Type", "text/plain")])
             return [f"state plane unavailable: {exc}\n".encode()]
 
@@ -256,6 +260,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", type=float, default=0.0, metavar="TIMEOUT_S",
                         help="also ask workers for their pools, waiting this long per scrape")
     args = parser.parse_args(argv)
+    configure()  # LOG_LEVEL, LOG_FORMAT
 
     from config import get_settings
     from external_interface.resources import state_redis
@@ -265,7 +270,8 @@ def main(argv: list[str]) -> int:
     source = registry(state_redis(settings.state.redis_url), make_app(settings), args.max_jobs,
                       args.recent_s, args.workers)
     server = serve(source, args.host, args.port)
-    print(f"serving http://{args.host}:{server.server_address[1]}/metrics", flush=True)
+    url = f"http://{args.host}:{server.server_address[1]}/metrics"
+    log.info("serving %s", url)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

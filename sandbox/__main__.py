@@ -1,8 +1,9 @@
 """``python -m sandbox [--port P] [--seed S] [--users N] [--articles N] [--reposts N]
 [--exits N] [--burnt-exits N] [--exits-file PATH] [--no-defences]``.
 
-Serves the demo site on 127.0.0.1 until SIGTERM; prints its base URL on stdout once
-listening, and writes it to ``--url-file`` when given. Every defence is on
+Serves the demo site on 127.0.0.1 until SIGTERM; logs its base URL once listening
+(``LOG_LEVEL`` and ``LOG_FORMAT`` as everywhere; at DEBUG, one line per request), and
+writes it to ``--url-file`` when given. Every defence is on
 (``Defences.on()``) unless ``--no-defences``; ``--exits`` forward proxies
 (``sandbox.exits``) listen next to it, their URLs written to ``--exits-file`` (what
 ``PROXY_FILE`` reads), and the last ``--burnt-exits`` of them are banned from the
@@ -12,6 +13,7 @@ start, as a bought proxy list always holds a few burnt addresses.
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 from pathlib import Path
@@ -20,6 +22,9 @@ from sandbox.defences import Defences
 from sandbox.exits import Exits
 from sandbox.server import SandboxServer, Site
 from sandbox.world import Shape, World
+from utils.logs import configure
+
+log = logging.getLogger("sandbox")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -47,6 +52,7 @@ def defences_for(args: argparse.Namespace, exits: Exits) -> Defences:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    configure()  # LOG_LEVEL, LOG_FORMAT; at DEBUG, one line per request
     world = World(args.seed, Shape(users=args.users, articles=args.articles, reposts=args.reposts))
     exits = Exits(args.exits).start()
     server = SandboxServer(Site(world, defences=defences_for(args, exits)), args.host, args.port)
@@ -55,7 +61,7 @@ def main(argv: list[str]) -> int:
         exits.write(args.exits_file)
     if args.url_file:
         args.url_file.write_text(server.base_url + "\n")
-    print(server.base_url, flush=True)
+    log.info("serving %s", server.base_url)
     try:
         server.serve_forever()
     finally:

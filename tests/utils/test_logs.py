@@ -1,0 +1,83 @@
+"""Logging a cluster owner can tune: LOG_LEVEL and LOG_FORMAT=text|json."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from utils.logs import configure, format_from_env, level_from_env, reformat_handlers
+
+
+@pytest.fixture(autouse=True)
+def root_restored() -> Iterator[None]:
+    """Each test configures the root logger; put pytest's handlers back afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def test_json_lines_each_parse_and_keep_the_extra_fields() -> None:
+    out = io.StringIO()
+    configure("DEBUG", "json", out)
+    log = logging.getLogger("crawlchain.fetch")
+    log.debug("fetch", extra={"site": "demo", "step": "h5.feed", "status": 200, "ms": 41})
+    try:
+        raise ValueError("bad page")
+    except ValueError:
+        log.exception("parse failed", extra={"url": "http://127.0.0.1/x"})
+    first, second = (json.loads(line) for line in out.getvalue().splitlines())
+    assert first["message"] == "fetch" and first["level"] == "DEBUG"
+    assert first["logger"] == "crawlchain.fetch" and first["time"].endswith("Z")
+    assert (first["site"], first["step"], first["status"], first["ms"]) == (
+        "demo", "h5.feed", 200, 41)
+    assert second["url"] == "http://127.0.0.1/x" and "ValueError: bad page" in second["exc"]
+
+
+def test_text_lines_carry_the_extra_fields_as_key_value() -> None:
+    out = io.StringIO()
+    configure("INFO", "text", out)
+    logging.getLogger("job").info("job finished", extra={"job_id": "j1", "units": 243})
+    line = out.getvalue().strip()
+    assert line.endswith("INFO job: job finished job_id=j1 units=243")
+
+
+def test_the_level_filters_lines_below_it() -> None:
+    out = io.StringIO()
+    configure("WARNING", "json", out)
+    logging.getLogger("x").info("quiet")
+    logging.getLogger("x").warning("loud")
+    assert [json.loads(line)["message"] for line in out.getvalue().splitlines()] == ["loud"]
+
+
+def test_the_environment_chooses_level_and_format_and_says_what_is_wrong() -> None:
+    assert level_from_env({}) == "INFO" and format_from_env({}) == "text"
+    assert level_from_env({"LOG_LEVEL": "debug"}) == "DEBUG"
+    assert format_from_env({"LOG_FORMAT": "JSON"}) == "json"
+    with pytest.raises(ValueError, match="LOG_LEVEL='LOUD': expected one of DEBUG"):
+        level_from_env({"LOG_LEVEL": "LOUD"})
+    with pytest.raises(ValueError, match="LOG_FORMAT='xml': expected text or json"):
+        format_from_env({"LOG_FORMAT": "xml"})
+
+
+def test_handlers_a_framework_set_up_are_reformatted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a Celery worker gets from ``after_setup_logger.connect(reformat_handlers)``."""
+    monkeypatch.setenv("LOG_FORMAT", "json")
+    monkeypatch.setenv("LOG_LEVEL", "DEBUG")
+    out = io.StringIO()
+    logger = logging.getLogger("celery-like")
+    logger.propagate = False
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(logging.Formatter("[%(asctime)s: %(levelname)s] %(message)s"))
+    logger.addHandler(handler)
+    reformat_handlers(logger=logger, loglevel=20, logfile=None, format="", colorize=False)
+    logger.debug("Task received", extra={"task": "demo.h5.feed"})
+    assert json.loads(out.getvalue()) | {"time": ""} == {
+        "time": "", "level": "DEBUG", "logger": "celery-like", "message": "Task received",
+        "task": "demo.h5.feed"}
+    logger.removeHandler(handler)
