@@ -329,9 +329,10 @@ cmd_demo() {
   fi
 }
 
-demo_cleanup() {
-  local c
-  for c in "$@"; do
+demo_cleanup() {  # the worker first, while its broker is still up to take its messages
+  local c i
+  for ((i = $#; i >= 1; i--)); do
+    c="${!i}"
     case "$c" in worker-*) stop_worker "$c" ;; *) stop_pid "$c" ;; esac
   done
 }
