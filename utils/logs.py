@@ -8,6 +8,9 @@ caller passes as ``extra`` are kept (JSON keys, or ``key=value`` after the text)
 
     log.debug("fetch", extra={"site": "demo", "step": "h5.feed", "status": 200, "ms": 41})
 
+The runtime logs each fetch with ``log_fetch`` (DEBUG) and each job's start and end
+with ``log_job`` (INFO), so every line of a kind carries the same fields.
+
 A Celery process configures its own handlers; ``reformat_handlers`` (connected to
 Celery's ``after_setup_logger`` and ``after_setup_task_logger`` signals) gives them
 this module's formatter and level.
@@ -21,6 +24,8 @@ import os
 import sys
 import time
 from typing import Any, TextIO
+
+from utils.urls import redact_url
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 FORMATS = ("text", "json")
@@ -118,3 +123,21 @@ def reformat_handlers(logger: logging.Logger | None = None, **_: Any) -> None:
     for handler in target.handlers:
         handler.setFormatter(chosen)
     target.setLevel(level_from_env())
+
+
+def log_fetch(log: logging.Logger, *, site: str, step: str, url: str, status: int,
+              nbytes: int, seconds: float, proxy: str | None = None,
+              job_id: str | None = None) -> None:
+    """One DEBUG line per fetch: site, step, the URL redacted, status (0: no response),
+    body bytes, milliseconds and the proxy's id (none: direct). Free when DEBUG is off."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    shown = redact_url(url)
+    log.debug("fetch %s %s", status, shown, extra={
+        "site": site, "step": step, "url": shown, "status": status, "bytes": nbytes,
+        "ms": round(seconds * 1000, 1), "proxy": proxy, "job_id": job_id})
+
+
+def log_job(log: logging.Logger, event: str, job_id: str, **fields: Any) -> None:
+    """One INFO line for a job's ``started`` or ``finished`` (chain, totals...)."""
+    log.info("job %s %s", job_id, event, extra={"job_id": job_id, "event": event, **fields})

@@ -9,7 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from utils.logs import configure, format_from_env, level_from_env, reformat_handlers
+from utils.logs import (
+    configure,
+    format_from_env,
+    level_from_env,
+    log_fetch,
+    log_job,
+    reformat_handlers,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -81,3 +88,28 @@ def test_handlers_a_framework_set_up_are_reformatted(monkeypatch: pytest.MonkeyP
         "time": "", "level": "DEBUG", "logger": "celery-like", "message": "Task received",
         "task": "demo.h5.feed"}
     logger.removeHandler(handler)
+
+
+def test_a_fetch_line_has_the_fields_a_site_is_debugged_with_and_no_secret() -> None:
+    out = io.StringIO()
+    configure("DEBUG", "json", out)
+    log_fetch(logging.getLogger("crawlchain.fetch"), site="demo", step="h5.feed",
+              url="http://127.0.0.1:8765/h5/feed?page=2&token=s3cret", status=200,
+              nbytes=5120, seconds=0.0412, proxy="exit-2", job_id="j1")
+    [line] = [json.loads(text) for text in out.getvalue().splitlines()]
+    assert line["message"] == "fetch 200 http://127.0.0.1:8765/h5/feed?page=2&token=***"
+    assert {k: line[k] for k in ("site", "step", "status", "bytes", "ms", "proxy")} == {
+        "site": "demo", "step": "h5.feed", "status": 200, "bytes": 5120, "ms": 41.2,
+        "proxy": "exit-2"}
+    assert "s3cret" not in out.getvalue()
+
+
+def test_fetch_lines_are_not_written_above_debug_and_job_lines_are() -> None:
+    out = io.StringIO()
+    configure("INFO", "text", out)
+    log = logging.getLogger("crawlchain")
+    log_fetch(log, site="demo", step="h5.feed", url="http://x/", status=200, nbytes=1,
+              seconds=0.1)
+    log_job(log, "finished", "j1", chain="demo", units=243)
+    assert out.getvalue().strip().endswith(
+        "INFO crawlchain: job j1 finished job_id=j1 event=finished chain=demo units=243")
