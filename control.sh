@@ -1,22 +1,29 @@
 #!/usr/bin/env bash
 # crawlchain control: setup / demo / test / start / stop / restart / status / logs.
 #
+#   ./control.sh setup                      the runtime, pinned by requirements/constraints.txt
+#                                           (CRAWLCHAIN_EXTRAS=mongo,postgres adds extras)
+#   ./control.sh lock [--upgrade]           regenerate that file from pyproject.toml (uv)
 #   ./control.sh demo [--json]              set up, start everything, run the demo chain, stop
 #   ./control.sh test [--slow|--all] [pytest args]   (ruff, mypy --strict, lint-imports, pytest)
 #   ./control.sh start|stop|restart|status [redis|sandbox|worker|beat|flower|exporter|all]
 #                      [--queues q1,q2] [--concurrency N] [--name NAME]
+#                      (stop lets running units finish: TASK_TIME_LIMIT_S + STOP_MARGIN_S)
 #   ./control.sh launch|try|shell|new-site|export|monitor ...   the crawlchain command's
 #                      (python -m chains VERB --help); e.g. ./control.sh monitor --once --json
 #   ./control.sh monitor [--once] [--json] [--interval S]
 #   ./control.sh logs [component]
-#   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv] [--out FILE] [--job JOB_ID]
-#   ./control.sh bench dedup|storage|crawl|rate_limit [args]
+#   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv|json|parquet] [--out FILE]
+#                      [--job JOB_ID] [--since WHEN] [--fields A,B]
+#   ./control.sh bench dedup|storage|crawl|rate_limit|export [args]
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #
-# Processes run detached, tracked by pid files under run/, logging under logs/,
-# and are stopped by pid. The embedded Redis is used unless both CELERY_BROKER_URL
-# and STATE_REDIS_URL name another server. Settings come from the environment, then
+# Processes run detached, tracked by pid files under run/, logging under logs/ at
+# LOG_LEVEL (DEBUG|INFO|WARNING|ERROR, default INFO) in LOG_FORMAT (text|json),
+# and are stopped by pid. The embedded Redis (a redis-server >= 7 on a unix socket under
+# run/; setup installs Debian's when root) is used unless both CELERY_BROKER_URL and
+# STATE_REDIS_URL name another server. Settings come from the environment, then
 # from the cluster's env file (CRAWLCHAIN_ENV_FILE, default crawlchain.env here; mode
 # 600). With --hosts, each verb runs on every host of the file over $CRAWLCHAIN_SSH
 # (utils/hosts.py describes the file); exactly one host may run beat.
@@ -50,14 +57,54 @@ python_bin() {
   die "Python >= 3.11 is required; set PYTHON=/path/to/python3.11"
 }
 
-cmd_setup() {
-  local stamp="$VENV/.installed"
-  if [[ -f "$stamp" && "$stamp" -nt "$ROOT/pyproject.toml" ]]; then return 0; fi
-  say "setup: creating $VENV and installing crawlchain with its dev tools"
+LOCK="$ROOT/requirements/constraints.txt"  # every version, pinned: ./control.sh lock
+
+install() {  # install STAMP SPEC: SPEC with every version from the lock, once per change
+  local stamp="$VENV/.installed-$1" spec="$2"
+  if [[ -f "$stamp" && "$stamp" -nt "$ROOT/pyproject.toml" && "$stamp" -nt "$LOCK" \
+        && "$(cat "$stamp")" == "$spec" ]]; then return 0; fi
+  [[ -f "$LOCK" ]] || die "setup: $LOCK is missing; run ./control.sh lock"
   [[ -x "$PY" ]] || "$(python_bin)" -m venv "$VENV"
-  "$PY" -m pip install --quiet --upgrade pip
-  "$PY" -m pip install --quiet -e "$ROOT[dev]"
-  touch "$stamp"
+  say "setup: pip install -c ${LOCK#"$ROOT"/} -e '$spec' (versions pinned by the lock file)"
+  "$PY" -m pip install --quiet --disable-pip-version-check -c "$LOCK" -e "$spec"
+  echo "$spec" > "$stamp"
+}
+
+cmd_setup() {  # the runtime only (worker hosts); CRAWLCHAIN_EXTRAS=mongo,... adds extras
+  local extras="${CRAWLCHAIN_EXTRAS:-}" dev="$VENV/.installed-dev"
+  if [[ -z "$extras" && -f "$dev" && "$dev" -nt "$ROOT/pyproject.toml" && "$dev" -nt "$LOCK" ]]
+  then :  # a developer's venv: the dev install holds the runtime already
+  else install runtime "$ROOT${extras:+[$extras]}"; fi
+  ensure_redis_server
+}
+
+ensure_redis_server() {  # the embedded Redis runs a redis-server >= 7: Debian's, as root
+  uses_embedded_redis || return 0
+  "$PY" -m utils.embedded_redis binary >/dev/null 2>&1 && return 0
+  if [[ $EUID -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    say "setup: no redis-server >= 7 here, and the embedded Redis needs one: install it"
+    say "       (apt-get install redis-server; brew install redis) or set REDIS_SERVER=PATH"
+    return 0
+  fi
+  say "setup: apt-get install redis-server (Debian's, for the embedded Redis)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y -qq --no-install-recommends redis-server >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server; } \
+    || die "setup: apt-get install redis-server failed; install a redis-server >= 7 by hand"
+}
+
+setup_dev() {  # the runtime and the dev tools (pytest, mypy, ruff, deptry, uv), pinned
+  install dev "$ROOT[dev${CRAWLCHAIN_EXTRAS:+,$CRAWLCHAIN_EXTRAS}]"
+  ensure_redis_server
+}
+
+cmd_lock() {  # regenerate the lock from pyproject.toml with uv (itself pinned by the lock)
+  [[ -x "$PY" ]] || "$(python_bin)" -m venv "$VENV"
+  [[ -x "$VENV/bin/uv" ]] || "$PY" -m pip install --quiet -c "$LOCK" uv
+  mkdir -p "$(dirname "$LOCK")"
+  "$VENV/bin/uv" pip compile "$ROOT/pyproject.toml" --all-extras --universal \
+    --python-version 3.11 --quiet --custom-compile-command "./control.sh lock" -o "$LOCK" "$@"
+  say "lock: wrote ${LOCK#"$ROOT"/}; commit it, then ./control.sh setup installs from it"
 }
 
 load_env() {  # export the cluster's env file; variables already set win over it
@@ -68,6 +115,15 @@ load_env() {  # export the cluster's env file; variables already set win over it
   local exports
   exports="$("$PY" -m utils.envfile export)" || exit 2  # it said why (mode, missing file)
   eval "$exports"
+}
+
+log_settings() {  # LOG_LEVEL and LOG_FORMAT, checked, for every process started from here
+  LOG_LEVEL="${LOG_LEVEL:-INFO}"; LOG_LEVEL="${LOG_LEVEL^^}"
+  LOG_FORMAT="${LOG_FORMAT:-text}"; LOG_FORMAT="${LOG_FORMAT,,}"
+  case "$LOG_LEVEL" in DEBUG|INFO|WARNING|ERROR|CRITICAL) ;;
+    *) die "LOG_LEVEL=$LOG_LEVEL: expected DEBUG, INFO, WARNING, ERROR or CRITICAL" ;; esac
+  case "$LOG_FORMAT" in text|json) ;; *) die "LOG_FORMAT=$LOG_FORMAT: expected text or json" ;; esac
+  export LOG_LEVEL LOG_FORMAT
 }
 
 # -- processes ----------------------------------------------------------------
@@ -87,21 +143,30 @@ spawn() {  # spawn NAME CMD...: run detached in its own session, record the pid
   say "$name: started (pid $!)"
 }
 
-stop_pid() {  # stop_pid NAME [GRACE_S]: TERM, wait, then KILL the process group
-  local name="$1" grace="${2:-20}" file pid
+stop_pid() {  # stop_pid NAME [GRACE_S] [SIGNAL]: TERM, wait; then SIGNAL and 15 s more, if
+  local name="$1" grace="${2:-20}" last="${3:-}" file pid  # given; then KILL the group
   file="$(pidfile "$name")"
   [[ -f "$file" ]] || return 0
   pid="$(cat "$file")"
   if kill -0 "$pid" 2>/dev/null; then
     kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq $((grace * 10))); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    wait_gone "$pid" "$grace"
+    if [[ -n "$last" ]] && kill -0 "$pid" 2>/dev/null; then
+      say "$name: still running after ${grace}s, sending SIG$last"
+      kill -"$last" "$pid" 2>/dev/null || true
+      wait_gone "$pid" 15
+    fi
     if kill -0 "$pid" 2>/dev/null; then
-      say "$name: still alive after ${grace}s, killing"
+      say "$name: still alive, killing"
       kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
     fi
     say "$name: stopped"
   fi
   rm -f "$file"
+}
+
+wait_gone() {  # wait_gone PID SECONDS
+  for _ in $(seq $(($2 * 10))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
 }
 
 uses_embedded_redis() { [[ -z "${CELERY_BROKER_URL:-}" || -z "${STATE_REDIS_URL:-}" ]]; }
@@ -111,8 +176,10 @@ start_redis() {
   if is_running redis; then return 0; fi
   mkdir -p "$RUN" "$LOGS"
   rm -f "$RUN/redis.sock"
-  "$PY" -m utils.embedded_redis start "$RUN" > "$(pidfile redis)"
-  say "redis: started (pid $(cat "$(pidfile redis)"), socket $RUN/redis.sock)"
+  local pid
+  pid="$("$PY" -m utils.embedded_redis start "$RUN")" || die "redis: not started (above: why)"
+  echo "$pid" > "$(pidfile redis)"
+  say "redis: started (pid $pid, socket $RUN/redis.sock)"
 }
 
 wait_http() {  # wait_http URL: until it answers (any status: a defended site says 400), 10 s
@@ -152,7 +219,7 @@ start_worker() {
   local proxies=() found
   found="$(sandbox_proxies)"; [[ -z "$found" ]] || proxies=("$found")
   spawn "worker-$NAME" env ${proxies[@]+"${proxies[@]}"} "$CELERY" -A worker worker --hostname "$NAME@${CRAWLCHAIN_HOST:-%h}" \
-    -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel INFO
+    -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel "$LOG_LEVEL"
 }
 
 check_beat_host() {  # one beat per cluster: CRAWLCHAIN_BEAT_HOST names its host
@@ -163,12 +230,14 @@ check_beat_host() {  # one beat per cluster: CRAWLCHAIN_BEAT_HOST names its host
 
 start_beat() {
   check_beat_host
-  spawn beat "$CELERY" -A worker beat --loglevel INFO --schedule "$RUN/celerybeat-schedule"
+  spawn beat "$CELERY" -A worker beat --loglevel "$LOG_LEVEL" --schedule "$RUN/celerybeat-schedule"
 }
 
 start_flower() {  # Flower 2 serves /api without auth only when told to; loopback only
+  local level="${LOG_LEVEL,,}"; [[ "$level" != critical ]] || level=error  # tornado's names
   spawn flower env FLOWER_UNAUTHENTICATED_API="${FLOWER_UNAUTHENTICATED_API:-true}" \
-    "$CELERY" -A worker flower --address=127.0.0.1 --port="${FLOWER_PORT:-5555}"
+    "$CELERY" -A worker flower --address=127.0.0.1 --port="${FLOWER_PORT:-5555}" \
+    --logging="$level"
   # Task events are off by default; Flower turns them on every few seconds, this at once
   "$CELERY" -A worker control enable_events --timeout 2 >/dev/null 2>&1 || true
 }
@@ -179,6 +248,19 @@ start_exporter() {
 }
 
 workers() { for f in "$RUN"/worker-*.pid; do [[ -e "$f" ]] && basename "$f" .pid; done; }
+
+worker_grace() {  # seconds a stopping worker gets: a running unit's time limit, and a margin
+  echo $(( ${TASK_TIME_LIMIT_S:-150} + ${STOP_MARGIN_S:-30} ))
+}
+
+stop_worker() {  # stop_worker NAME: a warm shutdown lets running units finish; past the
+  # grace, Celery's cold shutdown (SIGQUIT) cancels them and hands their messages back to
+  # the broker at once, so they are delivered again (a SIGKILL would leave them to the
+  # visibility timeout)
+  is_running "$1" && say "$1: stopping; running units may finish (up to $(worker_grace) s:" \
+    "TASK_TIME_LIMIT_S + STOP_MARGIN_S; a unit cut then is delivered again)"
+  stop_pid "$1" "$(worker_grace)" QUIT
+}
 
 cmd_start() {
   local what="${1:-all}"
@@ -198,11 +280,11 @@ cmd_stop() {
   local what="${1:-all}" w
   case "$what" in
     worker)
-      if [[ -n "$NAME_GIVEN" ]]; then stop_pid "worker-$NAME" 60
-      else for w in $(workers); do stop_pid "$w" 60; done; fi ;;
+      if [[ -n "$NAME_GIVEN" ]]; then stop_worker "worker-$NAME"
+      else for w in $(workers); do stop_worker "$w"; done; fi ;;
     redis|sandbox|beat|flower|exporter) stop_pid "$what" ;;
     all)
-      for w in $(workers); do stop_pid "$w" 60; done
+      for w in $(workers); do stop_worker "$w"; done
       stop_pid beat; stop_pid flower; stop_pid exporter; stop_pid sandbox; stop_pid redis ;;
     *) die "stop: unknown component '$what'" ;;
   esac
@@ -249,15 +331,16 @@ cmd_demo() {
   fi
 }
 
-demo_cleanup() {
-  local c
-  for c in "$@"; do
-    case "$c" in worker-*) stop_pid "$c" 60 ;; *) stop_pid "$c" ;; esac
+demo_cleanup() {  # the worker first, while its broker is still up to take its messages
+  local c i
+  for ((i = $#; i >= 1; i--)); do
+    c="${!i}"
+    case "$c" in worker-*) stop_worker "$c" ;; *) stop_pid "$c" ;; esac
   done
 }
 
 cmd_test() {
-  cmd_setup
+  setup_dev
   local marker="not slow"
   case "${1:-}" in
     --slow) marker="slow"; shift ;;
@@ -267,6 +350,7 @@ cmd_test() {
     "$VENV/bin/ruff" check .
     "$VENV/bin/mypy" .
     "$VENV/bin/lint-imports" --no-cache
+    "$VENV/bin/deptry" .  # every import declared in pyproject.toml
   fi
   "$PY" -m pytest ${marker:+-m "$marker"} "$@"
 }
@@ -274,8 +358,8 @@ cmd_test() {
 cmd_bench() {
   local what="${1:-}"; [[ $# -gt 0 ]] && shift
   case "$what" in
-    dedup|storage|crawl|rate_limit) "$PY" -m "bench.$what" "$@" ;;
-    *) die "bench: expected one of: dedup, storage, crawl, rate_limit" ;;
+    dedup|storage|crawl|rate_limit|export) "$PY" -m "bench.$what" "$@" ;;
+    *) die "bench: expected one of: dedup, storage, crawl, rate_limit, export" ;;
   esac
 }
 
@@ -306,10 +390,12 @@ main() {
     esac
   done
   set -- "${args[@]+"${args[@]}"}"
-  case "$verb" in setup|test|bench|faults|"") ;; *) load_env ;; esac
+  case "$verb" in setup|lock|test|bench|faults|"") ;; *) load_env ;; esac
+  log_settings
   export DEMO_BASE_URL="${DEMO_BASE_URL:-http://127.0.0.1:${DEMO_PORT:-8765}}"
   case "$verb" in
     setup) cmd_setup ;;
+    lock) cmd_lock "$@" ;;
     demo) cmd_demo "$@" ;;
     test) cmd_test "$@" ;;
     start) cmd_setup; cmd_start "$@" ;;

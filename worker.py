@@ -37,7 +37,7 @@ from chains.runtime.reviver import Reviver, sweep_once
 from chains.runtime.schedule import LAUNCH_TASK, beat_schedule, declared_schedules
 from config import Settings, get_settings
 from external_interface.providers.refill import pool_is_low
-from utils.logs import redact_handlers
+from utils.logs import redact_handlers, reformat_handlers
 
 log = get_logger(__name__)
 
@@ -92,10 +92,15 @@ class ReviverStep(bootsteps.StartStopStep):  # type: ignore[misc]
 
 
 @after_setup_logger.connect
+def _tuned_logs(logger: Any, **_: Any) -> None:
+    """``LOG_LEVEL`` and ``LOG_FORMAT=text|json`` for the worker's own lines, secrets
+    masked in every one (urllib3 logs request targets, a traceback may quote a proxy)."""
+    reformat_handlers(logger)
+
+
 @after_setup_task_logger.connect
-def _no_secrets_in_logs(logger: Any, **_: Any) -> None:
-    """Credentials in URLs, tokens and passwords are masked in every log line (urllib3
-    logs request targets, and a traceback's causes may quote a proxy URL)."""
+def _no_secrets_in_task_logs(logger: Any, **_: Any) -> None:
+    """Task lines keep Celery's format (task name and id), with secrets masked."""
     redact_handlers(logger)
 
 

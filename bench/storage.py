@@ -7,10 +7,12 @@ cell on an empty store in a temporary directory, until ``--max-items`` are writt
 ``--budget-s`` has passed, and reports items per second. A batch of 1 is what a
 synchronous write per item costs; the larger batches show what a per-unit bulk write
 or a buffer saves. MongoDB is measured only where ``MONGO_URI`` is set (a throwaway
-database, dropped afterwards); otherwise it is ``null``. The last line of ``--json``
-output is::
+database, dropped afterwards); PostgreSQL where ``POSTGRES_DSN`` (default: the local
+server's database ``test``) answers, on a throwaway schema; otherwise each is ``null``.
+The last line of ``--json`` output is::
 
-    {"sqlite": {"1": items_per_s, "100": ..., "1000": ...}, "jsonl": {...}, "mongodb": null}
+    {"sqlite": {"1": items_per_s, "100": ..., "1000": ...}, "jsonl": {...}, "mongodb": null,
+     "postgresql": {...}}
 """
 
 from __future__ import annotations
@@ -106,6 +108,40 @@ def mongo_store(directory: Path) -> Iterator[ItemStore]:
         store.close()
 
 
+POSTGRES_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def postgres_dsn() -> str | None:
+    """``POSTGRES_DSN`` or the local server, if it answers; None otherwise."""
+    dsn = os.environ.get("POSTGRES_DSN", POSTGRES_DSN)
+    try:
+        import psycopg
+    except ImportError:
+        print("  postgresql not measured: psycopg not installed (postgres extra)",
+              file=sys.stderr)
+        return None
+    try:
+        psycopg.connect(dsn, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        print(f"  postgresql not measured: {exc}", file=sys.stderr)
+        return None
+    return dsn
+
+
+@contextmanager
+def postgres_store(directory: Path) -> Iterator[ItemStore]:
+    """A schema of its own on ``POSTGRES_DSN``, dropped when the cell is done."""
+    from external_interface.storage.postgres import PostgresStore
+
+    dsn = postgres_dsn() or POSTGRES_DSN
+    store = PostgresStore(dsn, f"crawlchain_bench_{uuid.uuid4().hex[:12]}")
+    try:
+        yield store
+    finally:
+        store.drop_schema()
+        store.close()
+
+
 def run_backend(
     factory: StoreFactory,
     items: list[BenchItem],
@@ -128,10 +164,12 @@ def run(max_items: int, budget_s: float) -> dict[str, dict[str, float] | None]:
     """Every backend's figures; MongoDB's only where a server is configured."""
     items = make_items(max_items)
     mongo = run_backend(mongo_store, items, budget_s) if os.environ.get("MONGO_URI") else None
+    postgres = run_backend(postgres_store, items, budget_s) if postgres_dsn() else None
     return {
         "sqlite": run_backend(sqlite_store, items, budget_s),
         "jsonl": run_backend(jsonl_store, items, budget_s),
         "mongodb": mongo,
+        "postgresql": postgres,
     }
 
 
@@ -147,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for backend, figures in results.items():
             cells = "  ".join(f"{b:>5}: {v:>9,.0f}/s" for b, v in (figures or {}).items())
-            print(f"{backend:<8} {cells or 'not measured (MONGO_URI not set)'}")
+            print(f"{backend:<10} {cells or 'not measured (no server configured)'}")
     return 0
 
 

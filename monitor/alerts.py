@@ -34,7 +34,7 @@ from typing import Any, Literal, Protocol
 
 import redis
 
-from utils.logs import redact_handlers
+from utils.logs import configure
 from utils.urls import redact_text, url_origin
 
 log = logging.getLogger("crawlchain.alerts")
@@ -197,8 +197,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--interval", type=float, default=5.0, help="seconds between checks")
     parser.add_argument("--jobs", type=int, default=20, help="how many newest jobs to watch")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    redact_handlers()
+    configure()  # LOG_LEVEL, LOG_FORMAT; secrets masked
 
     from chains.runtime.context import state_redis
     from config import get_settings

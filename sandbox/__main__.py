@@ -3,17 +3,18 @@
 [--forum-shape small|large] [--forum-seed S]``.
 
 Serves the demo site, and the forum under ``/forum/``, on 127.0.0.1 until SIGTERM;
-prints its base URL on stdout once listening, and writes it to ``--url-file`` when
-given. Every defence is on (``Defences.on()``) unless ``--no-defences`` (the forum has
-none); ``--exits`` forward proxies (``sandbox.exits``) listen next to it, their URLs
-written to ``--exits-file`` (what ``PROXY_FILE`` reads), and the last ``--burnt-exits``
-of them are banned from the start, as a bought proxy list always holds a few burnt
-addresses.
+logs its base URL once listening (``LOG_LEVEL`` and ``LOG_FORMAT`` as everywhere; at
+DEBUG, one line per request), and writes it to ``--url-file`` when given. Every defence
+is on (``Defences.on()``) unless ``--no-defences`` (the forum has none); ``--exits``
+forward proxies (``sandbox.exits``) listen next to it, their URLs written to
+``--exits-file`` (what ``PROXY_FILE`` reads), and the last ``--burnt-exits`` of them
+are banned from the start, as a bought proxy list always holds a few burnt addresses.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import signal
 import sys
 from pathlib import Path
@@ -24,6 +25,9 @@ from sandbox.forum.site import ForumSite
 from sandbox.forum.world import SHAPES, ForumWorld
 from sandbox.server import SandboxServer, Site
 from sandbox.world import Shape, World
+from utils.logs import configure
+
+log = logging.getLogger("sandbox")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -53,6 +57,7 @@ def defences_for(args: argparse.Namespace, exits: Exits) -> Defences:
 
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    configure()  # LOG_LEVEL, LOG_FORMAT; at DEBUG, one line per request
     world = World(args.seed, Shape(users=args.users, articles=args.articles, reposts=args.reposts))
     exits = Exits(args.exits).start()
     forum = ForumSite(ForumWorld.build(args.forum_seed, SHAPES[args.forum_shape]))
@@ -63,7 +68,7 @@ def main(argv: list[str]) -> int:
         exits.write(args.exits_file)
     if args.url_file:
         args.url_file.write_text(server.base_url + "\n")
-    print(server.base_url, flush=True)
+    log.info("serving %s", server.base_url)
     try:
         server.serve_forever()
     finally:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import logging
 import re
 import sys
 import threading
@@ -39,6 +40,7 @@ from sandbox.world import World
 
 Reply = tuple[int, str, bytes]  # status, content type, body
 UNSIGNED = frozenset({"sign", "ts"})  # a request's signature is not part of what it asks for
+access = logging.getLogger("sandbox.access")
 
 
 def encode_cursor(offset: int) -> str:
@@ -287,7 +289,8 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Retry-After", str(faults.rate_limit_retry_after))
 
     def log_message(self, format: str, *args: Any) -> None:
-        """Quiet: one line per request would drown the logs."""
+        """One line per request at DEBUG only: at INFO it would drown the logs."""
+        access.debug(format, *args)
 
 
 def _cookies(header: str) -> dict[str, str]:

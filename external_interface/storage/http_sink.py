@@ -121,8 +121,12 @@ class HttpSinkStore:
         """The sink protocol reads by collection name only; it has no listing."""
         raise TypeError(f"http sink {self.shown}: cannot list collections; name one to export")
 
-    def read(self, collection: str) -> Iterator[dict[str, Any]]:
-        return iter(self._records(collection))
+    def read(self, collection: str, *, job_id: str | None = None,
+             since: float | None = None) -> Iterator[dict[str, Any]]:
+        """The sink answers with one document: held whole, then filtered here."""
+        return iter([r for r in self._records(collection)
+                     if (job_id is None or r["job_id"] == job_id)
+                     and (since is None or r["last_seen"] >= since)])
 
     def close(self) -> None:
         self._session.close()

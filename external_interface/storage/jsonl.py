@@ -16,6 +16,8 @@ import fcntl
 import json
 import os
 import re
+import sqlite3
+import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -77,10 +79,23 @@ class JsonlStore:
     def collections(self) -> list[str]:
         return sorted(path.stem for path in self.directory.glob("*.jsonl"))
 
-    def read(self, collection: str) -> Iterator[dict[str, Any]]:
-        """One record per key, sorted by key (as the SQLite store reads)."""
-        folded = fold_records(self._lines(collection))
-        return iter([folded[key] for key in sorted(folded)])
+    def read(self, collection: str, *, job_id: str | None = None,
+             since: float | None = None) -> Iterator[dict[str, Any]]:
+        """One record per key, sorted by key (as the SQLite store reads), in bounded memory:
+        the file is folded by key into a scratch SQLite file, then streamed from it.
+        The filters apply to the folded record: a key a later job rewrote is that job's."""
+        with tempfile.TemporaryDirectory(prefix="crawlchain-fold-") as scratch:
+            fold = sqlite3.connect(Path(scratch) / "fold.db", isolation_level=None)
+            try:
+                fold.executescript(FOLD_SCHEMA)
+                fold.execute("BEGIN")
+                fold.executemany(FOLD_UPSERT, (
+                    (r["key"], json.dumps(r, ensure_ascii=False), r["job_id"], r["first_seen"],
+                     r["last_seen"]) for r in self._lines(collection)))
+                fold.execute("COMMIT")
+                yield from _folded(fold, job_id, since)
+            finally:
+                fold.close()
 
     def close(self) -> None:
         """Nothing to release: files are opened per batch."""
@@ -122,6 +137,32 @@ class JsonlStore:
                     continue
                 if isinstance(record, dict) and "key" in record:
                     yield record
+
+
+FOLD_SCHEMA = """
+PRAGMA journal_mode=OFF;
+PRAGMA synchronous=OFF;
+CREATE TABLE folded (key TEXT PRIMARY KEY, record TEXT NOT NULL, job_id TEXT NOT NULL,
+                     first_seen REAL NOT NULL, last_seen REAL NOT NULL) WITHOUT ROWID;
+"""
+# the last write wins, but first_seen is the earliest line's (as fold_records folds)
+FOLD_UPSERT = """
+INSERT INTO folded VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET record = excluded.record, job_id = excluded.job_id,
+    first_seen = min(first_seen, excluded.first_seen), last_seen = excluded.last_seen
+"""
+
+
+def _folded(fold: sqlite3.Connection, job_id: str | None,
+            since: float | None) -> Iterator[dict[str, Any]]:
+    """The folded records in key order, filtered."""
+    query, params = "SELECT record, first_seen FROM folded WHERE 1 = 1", list[str | float]()
+    if job_id is not None:
+        query, params = query + " AND job_id = ?", [*params, job_id]
+    if since is not None:
+        query, params = query + " AND last_seen >= ?", [*params, since]
+    for record, first_seen in fold.execute(query + " ORDER BY key", params):
+        yield {**json.loads(record), "first_seen": first_seen}
 
 
 def _line(job_id: str, item: Item, now: float) -> bytes:

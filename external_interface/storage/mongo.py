@@ -104,10 +104,16 @@ class MongoStore:
         except self._transient as exc:
             raise _unavailable(exc) from (exc if secret_free(exc) else None)
 
-    def read(self, collection: str) -> Iterator[dict[str, Any]]:
-        """One record per key, sorted by key."""
+    def read(self, collection: str, *, job_id: str | None = None,
+             since: float | None = None) -> Iterator[dict[str, Any]]:
+        """One record per key, sorted by key, from a server-side cursor (streamed)."""
+        query: dict[str, Any] = {}
+        if job_id is not None:
+            query["job_id"] = job_id
+        if since is not None:
+            query["last_seen"] = {"$gte": datetime.fromtimestamp(since, UTC)}
         try:
-            for doc in self._db[collection].find({}, sort=[("_id", 1)]):
+            for doc in self._db[collection].find(query, sort=[("_id", 1)]):
                 yield _record(doc)
         except self._transient as exc:
             raise _unavailable(exc) from (exc if secret_free(exc) else None)

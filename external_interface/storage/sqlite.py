@@ -102,16 +102,25 @@ class SQLiteStore:
             rows = self._db.execute("SELECT DISTINCT collection FROM items ORDER BY collection")
             return [str(name) for (name,) in rows]
 
-    def read(self, collection: str) -> Iterator[dict[str, Any]]:
-        with self._lock:  # read whole: a cursor must not cross another thread's write
-            rows = self._db.execute(
-                "SELECT key, data, job_id, first_seen, last_seen FROM items WHERE collection = ?"
-                " ORDER BY key",
-                (collection,),
-            ).fetchall()
-        for key, data, job_id, first_seen, last_seen in rows:
-            yield {"key": key, "data": json.loads(data), "job_id": job_id,
-                   "first_seen": first_seen, "last_seen": last_seen}
+    def read(self, collection: str, *, job_id: str | None = None,
+             since: float | None = None) -> Iterator[dict[str, Any]]:
+        """Streamed from a connection of its own: one consistent snapshot (WAL), so a
+        cursor never crosses a write made on the store's connection meanwhile."""
+        query = "SELECT key, data, job_id, first_seen, last_seen FROM items WHERE collection = ?"
+        params: list[str | float] = [collection]
+        if job_id is not None:
+            query, params = query + " AND job_id = ?", [*params, job_id]
+        if since is not None:
+            query, params = query + " AND last_seen >= ?", [*params, since]
+        reader = sqlite3.connect(self.path, timeout=self.busy_timeout_s)
+        try:
+            reader.execute("BEGIN")  # one snapshot from the first row to the last
+            for key, data, written_by, first_seen, last_seen in reader.execute(
+                    query + " ORDER BY key", params):
+                yield {"key": key, "data": json.loads(data), "job_id": written_by,
+                       "first_seen": first_seen, "last_seen": last_seen}
+        finally:
+            reader.close()
 
     def close(self) -> None:
         self._db.close()

@@ -1,7 +1,9 @@
 """The ItemStore contract, run against every backend; then each backend's outages.
 
 SQLite, JSON lines and the HTTP sink (a real loopback server) always run; MongoDB runs
-wherever ``MONGO_URI`` points at a server, on a throwaway database.
+wherever ``MONGO_URI`` points at a server, on a throwaway database; PostgreSQL wherever
+``POSTGRES_DSN`` (default: the local server, database ``test``) answers, on a throwaway
+schema.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from external_interface.storage import ItemStore
 from external_interface.storage.factory import store_from_url
 from external_interface.storage.http_sink import HttpSinkStore
 from external_interface.storage.sqlite import SQLiteStore
+from tests.external_interface.storage.postgres_support import postgres_store
 from tests.external_interface.storage.support import Comment, Post, SinkHTTPServer, posts
 
 if TYPE_CHECKING:
     from external_interface.storage.mongo import MongoStore
 
-BACKENDS = ["sqlite", "jsonl", "http_sink", "mongodb"]
+BACKENDS = ["sqlite", "jsonl", "http_sink", "mongodb", "postgresql"]
 
 
 def _mongo_store() -> MongoStore:
@@ -51,6 +54,10 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ItemStore]
         built = store_from_url(f"jsonl:///{tmp_path / 'items'}")
     elif request.param == "http_sink":
         built = store_from_url(request.getfixturevalue("sink_server").url)
+    elif request.param == "postgresql":
+        with postgres_store() as postgres:
+            yield postgres
+        return
     else:
         mongo = _mongo_store()
         yield mongo
@@ -120,6 +127,33 @@ def test_collections_are_kept_apart(store: ItemStore) -> None:
     assert store.count("posts") == 2
     assert store.count("comments") == 1
     assert store.count("nothing_here") == 0
+
+
+def test_read_keeps_the_records_a_job_wrote_last(store: ItemStore) -> None:
+    store.upsert("job-1", posts(1, 2, 3))
+    store.upsert("job-2", posts(2, 4))
+    assert [r["key"] for r in store.read("posts", job_id="job-1")] == ["demo|1", "demo|3"]
+    assert [r["key"] for r in store.read("posts", job_id="job-2")] == ["demo|2", "demo|4"]
+
+
+def test_read_since_keeps_the_records_last_seen_at_or_after_it(store: ItemStore) -> None:
+    store.upsert("job-1", posts(1, 2))
+    time.sleep(0.02)
+    store.upsert("job-1", posts(2, 3))
+    [late] = [r for r in store.read("posts") if r["key"] == "demo|3"]
+    kept = [r["key"] for r in store.read("posts", since=late["last_seen"])]
+    assert kept == ["demo|2", "demo|3"]
+    assert list(store.read("posts", since=time.time() + 60)) == []
+
+
+def test_a_write_while_a_read_is_under_way_breaks_neither(store: ItemStore) -> None:
+    store.upsert("job-1", posts(*range(50)))
+    reading = store.read("posts")
+    first = next(reading)
+    assert store.upsert("job-2", posts(1000)) == 1
+    rest = list(reading)
+    assert first["key"] == "demo|0" and len(rest) in (49, 50)  # a snapshot, or the new key too
+    assert store.count("posts") == 51
 
 
 # --- the HTTP sink answering 503 ----------------------------------------------------------
