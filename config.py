@@ -14,7 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from external_interface.politeness import Politeness
@@ -123,6 +123,44 @@ class StorageSettings(BaseSettings):
         description="Item store: sqlite:///path (default data/items.db), jsonl:///dir, "
         "http(s)://sink, mongodb://host/db.",
     )
+
+
+class SiteHeaders(BaseModel):
+    """A site's default request headers, one line in its settings:
+    ``SiteHeaders(family="mobile", headers={"Accept-Language": "de-DE,de;q=0.9"})``.
+
+    The family picks a current browser's User-Agent with its Accept, Accept-Language
+    and the Accept-Encoding the fetch decodes (``user_agent.headers``); ``headers`` go
+    over those. Resource providers (a pooled agent, cookies, a signature) still go over
+    both, per unit.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    family: Literal["desktop", "mobile"] | None = Field(
+        None, description="Browser family of the default headers; None: the cluster's "
+        "default (HEADERS_FAMILY).")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Headers every request of the site carries unless "
+        "its step or a provider sets them.")
+
+
+class HeaderSettings(BaseSettings):
+    """Default request headers: never a library's agent, always a browser's."""
+
+    model_config = SettingsConfigDict(env_prefix="HEADERS_", extra="ignore")
+
+    family: Literal["desktop", "mobile"] = Field(
+        "desktop", description="Browser family for sites that declare none.")
+    sites: dict[str, SiteHeaders] = Field(
+        default_factory=dict, description="Per-site overrides of the site's declared headers, "
+        'as JSON: {"demo": {"family": "mobile", "headers": {"Accept-Language": "de"}}}.')
+
+    def for_site(self, site: str, declared: SiteHeaders | None = None) -> SiteHeaders:
+        """What a site's requests start from: the override, else its declaration, with
+        the cluster's family where neither names one."""
+        chosen = self.sites.get(site) or declared or SiteHeaders()
+        return chosen if chosen.family else chosen.model_copy(update={"family": self.family})
 
 
 class PolitenessSettings(BaseSettings):
@@ -262,6 +300,7 @@ class Settings:
         self.fetch = FetchSettings(_env_file=env)
         self.resources = ResourceSettings(_env_file=env)
         self.proxy = ProxySettings(_env_file=env)
+        self.headers = HeaderSettings(_env_file=env)
         self.check()
 
     def check(self) -> None:
