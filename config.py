@@ -182,6 +182,41 @@ class PolitenessSettings(BaseSettings):
     default_penalty_s: float = Field(5.0, description="Cooldown after a 429 without Retry-After.")
 
 
+class ThrottleSettings(BaseSettings):
+    """The adaptive throttle (``politeness.throttle``): one controller per site or host for
+    the whole cluster, for sites that declare no rate. A declared rate is its ceiling."""
+
+    model_config = SettingsConfigDict(env_prefix="THROTTLE_", extra="ignore")
+
+    enabled: bool = Field(True, description="Adapt the rate of sites that declare none; off: "
+                          "such sites are fetched as fast as the workers go.")
+    start_rate_per_s: float = Field(
+        8.0, gt=0, description="Rate of a new key before its first answers arrive.")
+    start_concurrency: int = Field(
+        4, ge=1, description="Requests in flight at a new key; grows by one per good "
+        "answer (doubles every round trip) until the first sign of trouble.")
+    min_rate_per_s: float = Field(0.5, gt=0, description="The rate never falls below this.")
+    max_rate_per_s: float = Field(10_000.0, gt=0, description="The rate never rises above this.")
+    max_concurrency: int = Field(64, ge=1, description="Most requests in flight at one key, "
+                                 "across the cluster.")
+    max_retry_after_s: float = Field(
+        30.0, ge=0, description="Cap on a Retry-After honoured for the whole key.")
+    hold_s: float = Field(
+        1.0, gt=0, description="At most one decrease per this long (or two round trips, if "
+        "shorter), so one overload is not punished many times.")
+    plateau_s: float = Field(
+        5.0, gt=0, description="How long the rate holds below a confirmed ceiling before "
+        "probing above it; doubles with each confirmation, up to 60 s.")
+    latency_factor: float = Field(
+        3.0, gt=1, description="Latency above this many times its baseline (plus the slack) "
+        "slows the key down.")
+    latency_slack_s: float = Field(
+        0.05, ge=0, description="Latency rises smaller than this never count.")
+    refresh_s: float = Field(
+        0.25, ge=0, description="How long a process uses its copy of a key's policy before "
+        "asking Redis again (each batch of observations refreshes it too); 0: every time.")
+
+
 class TaskSettings(BaseSettings):
     """Retry and time policy shared by every crawl task."""
 
@@ -301,6 +336,7 @@ class Settings:
         self.resources = ResourceSettings(_env_file=env)
         self.proxy = ProxySettings(_env_file=env)
         self.headers = HeaderSettings(_env_file=env)
+        self.throttle = ThrottleSettings(_env_file=env)
         self.check()
 
     def check(self) -> None:
@@ -312,6 +348,7 @@ class Settings:
             "TASK_BACKOFF_MAX_S": self.task.backoff_max_s,
             "POLITE_MAX_WAIT_S": self.politeness.max_wait_s,
             "POLITE_MAX_PENALTY_S": self.politeness.max_penalty_s,
+            "THROTTLE_MAX_RETRY_AFTER_S": self.throttle.max_retry_after_s,
             "RESOURCES_WAIT_S": self.resources.wait_s,
         }
         too_long = {name: s for name, s in waits.items()

@@ -40,7 +40,8 @@ def job_pace(job_id: str) -> str:
 
 # -- politeness (appended) ----------------------------------------------------
 def polite(bucket: str, part: str) -> str:
-    """A key of one politeness bucket: ``tat``, ``leases``, ``cooldown``, ``state``.
+    """A key of one politeness bucket: ``tat``, ``leases``, ``cooldown``, ``state``, and
+    ``throttle`` (the adaptive controller's hash, ``politeness.redis_throttle``).
 
     The hash tag ``{bucket}`` keeps a bucket's keys on one Redis Cluster slot, so
     one Lua script can read and write all of them atomically.
@@ -49,6 +50,7 @@ def polite(bucket: str, part: str) -> str:
 
 
 POLITE_INDEX = f"{PREFIX}:polite:buckets"  # sorted set: bucket -> last time a worker used it
+THROTTLE_INDEX = f"{PREFIX}:polite:throttled"  # sorted set: key -> last time it was observed
 
 
 # -- resource pools (appended) ------------------------------------------------
