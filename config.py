@@ -163,6 +163,33 @@ class HeaderSettings(BaseSettings):
         return chosen if chosen.family else chosen.model_copy(update={"family": self.family})
 
 
+class RobotsSettings(BaseSettings):
+    """robots.txt (``external_interface.robots``): obeyed by default, cached for the cluster."""
+
+    model_config = SettingsConfigDict(env_prefix="ROBOTS_", extra="ignore")
+
+    obey: bool = Field(True, description="Obey robots.txt; a site may opt out in its settings.")
+    user_agent: str = Field(
+        "crawlchain", description="The token robots.txt groups are matched against (the "
+        "requests themselves carry a browser's User-Agent).")
+    cache_ttl_s: float = Field(86_400.0, gt=0, description="How long a fetched robots.txt is "
+                               "used before it is fetched again (Google: 24 h).")
+    error_backoff_s: float = Field(
+        60.0, gt=0, description="After a 5xx, 429 or no answer, everything is disallowed for "
+        "this long, then robots.txt is fetched again.")
+    allow_after_s: float = Field(
+        600.0, ge=0, description="A robots.txt failing for this long allows everything (still "
+        "fetched again every back-off).")
+    keep_stale_s: float = Field(
+        86_400.0, ge=0, description="A robots.txt parsed before a failure is used instead of "
+        "disallowing, while it is younger than this.")
+    claim_wait_s: float = Field(
+        10.0, gt=0, description="How long a process waits for another one's fetch of the same "
+        "robots.txt before fetching it itself.")
+    memory_origins: int = Field(
+        10_000, ge=1, description="Origins whose parsed robots.txt each process keeps in memory.")
+
+
 class PolitenessSettings(BaseSettings):
     """Cluster-wide politeness: how waits for a site's slot are handled."""
 
@@ -337,6 +364,7 @@ class Settings:
         self.proxy = ProxySettings(_env_file=env)
         self.headers = HeaderSettings(_env_file=env)
         self.throttle = ThrottleSettings(_env_file=env)
+        self.robots = RobotsSettings(_env_file=env)
         self.check()
 
     def check(self) -> None:

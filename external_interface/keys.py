@@ -67,3 +67,15 @@ def pool(kind: str, scope: str, part: str) -> str:
 def user_agents(family: str) -> str:
     """The cluster's user agents of one family (list), for ``user_agent.RedisUserAgents``."""
     return f"{PREFIX}:ua:{family}"
+
+
+# -- robots.txt (appended) ----------------------------------------------------
+def robots(origin: str) -> str:
+    """One origin's robots.txt record (hash: kind, status, times, note, zlib body), with a
+    TTL; ``origin`` is ``scheme://host[:port]``."""
+    return f"{PREFIX}:robots:{origin}"
+
+
+def robots_claim(origin: str) -> str:
+    """The claim of the one process fetching an origin's robots.txt now."""
+    return f"{PREFIX}:robots:{origin}:claim"
