@@ -190,6 +190,24 @@ class RobotsSettings(BaseSettings):
         10_000, ge=1, description="Origins whose parsed robots.txt each process keeps in memory.")
 
 
+class SitemapSettings(BaseSettings):
+    """Bounds on reading sitemaps (``external_interface.sitemap``), on top of the fetch's."""
+
+    model_config = SettingsConfigDict(env_prefix="SITEMAP_", extra="ignore")
+
+    max_entries_per_file: int = Field(
+        50_000, ge=1, description="Entries read from one file (the protocol's limit).")
+    max_entries_total: int = Field(
+        1_000_000, ge=1, description="Entries read from one start sitemap and its children.")
+    max_depth: int = Field(
+        2, ge=0, description="Indexes followed below a start sitemap (an index of indexes "
+        "is outside the protocol but exists).")
+    max_files: int = Field(1_000, ge=1, description="Files read from one start sitemap.")
+    max_decoded_bytes: int = Field(
+        50 * 1024 * 1024, ge=1, description="Cap on a gzip sitemap once gunzipped (the "
+        "protocol's 50 MiB); past it the file fails, so a gzip bomb stops there.")
+
+
 class PolitenessSettings(BaseSettings):
     """Cluster-wide politeness: how waits for a site's slot are handled."""
 
@@ -365,6 +383,7 @@ class Settings:
         self.headers = HeaderSettings(_env_file=env)
         self.throttle = ThrottleSettings(_env_file=env)
         self.robots = RobotsSettings(_env_file=env)
+        self.sitemap = SitemapSettings(_env_file=env)
         self.check()
 
     def check(self) -> None:
