@@ -208,6 +208,22 @@ class SitemapSettings(BaseSettings):
         "protocol's 50 MiB); past it the file fails, so a gzip bomb stops there.")
 
 
+class HttpCacheSettings(BaseSettings):
+    """The development HTTP cache (``external_interface.http_cache``): off by default."""
+
+    model_config = SettingsConfigDict(env_prefix="HTTP_CACHE_", extra="ignore")
+
+    enabled: bool = Field(
+        False, description="Replay stored responses instead of fetching (for reworking a "
+        "parser against the same pages; never in production).")
+    dir: str = Field(default_factory=lambda: str(_home() / "run" / "http-cache"),
+                     description="Where entries are stored, one file each.")
+    statuses: list[int] = Field(
+        default_factory=list, description="Statuses stored, as JSON ([200, 404]); empty: "
+        "every 2xx.")
+    max_age_s: float = Field(0.0, ge=0, description="How long an entry is replayed; 0: for ever.")
+
+
 class PolitenessSettings(BaseSettings):
     """Cluster-wide politeness: how waits for a site's slot are handled."""
 
@@ -384,6 +400,7 @@ class Settings:
         self.throttle = ThrottleSettings(_env_file=env)
         self.robots = RobotsSettings(_env_file=env)
         self.sitemap = SitemapSettings(_env_file=env)
+        self.http_cache = HttpCacheSettings(_env_file=env)
         self.check()
 
     def check(self) -> None:
