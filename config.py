@@ -261,7 +261,8 @@ class ThrottleSettings(BaseSettings):
     max_concurrency: int = Field(64, ge=1, description="Most requests in flight at one key, "
                                  "across the cluster.")
     max_retry_after_s: float = Field(
-        30.0, ge=0, description="Cap on a Retry-After honoured for the whole key.")
+        30.0, ge=0, description="Cap on a Retry-After honoured for the whole key (a unit "
+        "waits for it through the limiter, so POLITE_MAX_WAIT_S caps its countdown).")
     hold_s: float = Field(
         1.0, gt=0, description="At most one decrease per this long (or two round trips, if "
         "shorter), so one overload is not punished many times.")
@@ -412,7 +413,6 @@ class Settings:
             "TASK_BACKOFF_MAX_S": self.task.backoff_max_s,
             "POLITE_MAX_WAIT_S": self.politeness.max_wait_s,
             "POLITE_MAX_PENALTY_S": self.politeness.max_penalty_s,
-            "THROTTLE_MAX_RETRY_AFTER_S": self.throttle.max_retry_after_s,
             "RESOURCES_WAIT_S": self.resources.wait_s,
         }
         too_long = {name: s for name, s in waits.items()
