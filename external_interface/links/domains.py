@@ -8,9 +8,10 @@ list comes with a newer tldextract. An IP address or a single-label host
 (``localhost``) is its own domain. An allowed entry with a port
 (``127.0.0.1:8765``) admits that host and port only.
 
-Fast: the domain of a host is computed once per process (an LRU cache), so a
-crawl checking 100,000 links over a few hundred hosts pays for a few hundred
-lookups; a check is a URL split and two set lookups.
+Fast: a filter judges each scheme-and-host once (a dict), and the domain of a
+host is computed once per process (an LRU cache), so a crawl checking 100,000
+links over a few hundred hosts pays for a few hundred lookups; a check is a
+string split and a dict lookup (about 1 µs).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class SameSite:
     def __init__(self, allowed_domains: Iterable[str]) -> None:
         self.domains: set[str] = set()
         self.endpoints: set[str] = set()
+        self._seen: dict[str, bool] = {}
         for entry in allowed_domains:
             netloc = urlsplit(entry if "//" in entry else f"//{entry}").netloc.lower()
             host, colon, port = netloc.rpartition("@")[2].partition(":")
@@ -59,15 +61,34 @@ class SameSite:
                 self.domains.add(registrable_domain(host))
 
     def __call__(self, url: str) -> bool:
+        """Whether ``url`` is on an allowed domain; judged once per scheme and host."""
+        scheme, sep, rest = url.partition("://")
+        if not sep:
+            return False
+        end = len(rest)
+        for stop in "/?#":
+            found = rest.find(stop, 0, end)
+            if found >= 0:
+                end = found
+        key = f"{scheme}://{rest[:end]}"
+        verdict = self._seen.get(key)
+        if verdict is None:
+            verdict = self._judge(key)
+            if len(self._seen) >= 65_536:
+                self._seen.clear()
+            self._seen[key] = verdict
+        return verdict
+
+    def _judge(self, origin: str) -> bool:
         try:
-            parts = urlsplit(url)
+            parts = urlsplit(origin)
             host, port = parts.hostname, parts.port
         except ValueError:
             return False
-        if not host:
+        if not host or parts.scheme.lower() not in _DEFAULT_PORTS:
             return False
         if self.endpoints:
-            endpoint = f"{host}:{port or _DEFAULT_PORTS.get(parts.scheme)}"
+            endpoint = f"{host}:{port or _DEFAULT_PORTS[parts.scheme.lower()]}"
             if endpoint in self.endpoints:
                 return True
         return registrable_domain(host) in self.domains

@@ -45,13 +45,14 @@ class RobotsPolicy:
         self._memory: OrderedDict[str, _Entry] = OrderedDict()
         self._lock = threading.Lock()
         self._origin_locks: dict[str, threading.Lock] = {}
+        self._origins: dict[str, str] = {}
 
     def check(self, url: str, user_agent: str | None = None) -> RobotsVerdict:
         """Whether ``url`` may be fetched by ``user_agent`` (the robots token, default
         ``ROBOTS_USER_AGENT``). Raises ``ValueError`` for a URL that is not http(s)."""
         if not self.settings.obey:
             return RobotsVerdict(True, None, "not-obeyed")
-        entry = self._entry(origin_of(url))
+        entry = self._entry(self._origin(url))
         agent = user_agent or self.settings.user_agent
         record = entry.record
         if record.kind == "disallow":
@@ -66,8 +67,20 @@ class RobotsPolicy:
 
     def sitemaps(self, url: str) -> list[str]:
         """The ``Sitemap:`` URLs of ``url``'s origin (fetching its robots.txt if needed)."""
-        rules = self._entry(origin_of(url)).rules
+        rules = self._entry(self._origin(url)).rules
         return list(rules.sitemaps) if rules is not None else []
+
+    def _origin(self, url: str) -> str:
+        """``origin_of``, remembered per raw scheme and host as written in the URL."""
+        scheme, _, rest = url.partition("://")
+        raw = f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]}"
+        origin = self._origins.get(raw)
+        if origin is None:
+            origin = origin_of(url)
+            if len(self._origins) >= 4 * self.settings.memory_origins:
+                self._origins.clear()
+            self._origins[raw] = origin
+        return origin
 
     # -- the three layers ----------------------------------------------------------
     def _entry(self, origin: str) -> _Entry:

@@ -17,6 +17,7 @@ def test_subdomains_belong_and_lookalikes_do_not() -> None:
     assert not same_site("https://example.org.evil.com/x", allowed)
     assert not same_site("https://notexample.org/", allowed)
     assert not same_site("mailto:x@example.org", allowed)
+    assert not same_site("ftp://example.org/x", allowed)
     assert not same_site("http://[bad/", allowed)
 
 
