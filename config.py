@@ -151,6 +151,105 @@ class StorageSettings(BaseSettings):
     )
 
 
+class SiteHeaders(BaseModel):
+    """A site's default request headers, one line in its settings:
+    ``SiteHeaders(family="mobile", headers={"Accept-Language": "de-DE,de;q=0.9"})``.
+
+    The family picks a current browser's User-Agent with its Accept, Accept-Language
+    and the Accept-Encoding the fetch decodes (``user_agent.headers``); ``headers`` go
+    over those. Resource providers (a pooled agent, cookies, a signature) still go over
+    both, per unit.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    family: Literal["desktop", "mobile"] | None = Field(
+        None, description="Browser family of the default headers; None: the cluster's "
+        "default (HEADERS_FAMILY).")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Headers every request of the site carries unless "
+        "its step or a provider sets them.")
+
+
+class HeaderSettings(BaseSettings):
+    """Default request headers: never a library's agent, always a browser's."""
+
+    model_config = SettingsConfigDict(env_prefix="HEADERS_", extra="ignore")
+
+    family: Literal["desktop", "mobile"] = Field(
+        "desktop", description="Browser family for sites that declare none.")
+    sites: dict[str, SiteHeaders] = Field(
+        default_factory=dict, description="Per-site overrides of the site's declared headers, "
+        'as JSON: {"demo": {"family": "mobile", "headers": {"Accept-Language": "de"}}}.')
+
+    def for_site(self, site: str, declared: SiteHeaders | None = None) -> SiteHeaders:
+        """What a site's requests start from: the override, else its declaration, with
+        the cluster's family where neither names one."""
+        chosen = self.sites.get(site) or declared or SiteHeaders()
+        return chosen if chosen.family else chosen.model_copy(update={"family": self.family})
+
+
+class RobotsSettings(BaseSettings):
+    """robots.txt (``external_interface.robots``): obeyed by default, cached for the cluster."""
+
+    model_config = SettingsConfigDict(env_prefix="ROBOTS_", extra="ignore")
+
+    obey: bool = Field(True, description="Obey robots.txt; a site may opt out in its settings.")
+    user_agent: str = Field(
+        "crawlchain", description="The token robots.txt groups are matched against (the "
+        "requests themselves carry a browser's User-Agent).")
+    cache_ttl_s: float = Field(86_400.0, gt=0, description="How long a fetched robots.txt is "
+                               "used before it is fetched again (Google: 24 h).")
+    error_backoff_s: float = Field(
+        60.0, gt=0, description="After a 5xx, 429 or no answer, everything is disallowed for "
+        "this long, then robots.txt is fetched again.")
+    allow_after_s: float = Field(
+        600.0, ge=0, description="A robots.txt failing for this long allows everything (still "
+        "fetched again every back-off).")
+    keep_stale_s: float = Field(
+        86_400.0, ge=0, description="A robots.txt parsed before a failure is used instead of "
+        "disallowing, while it is younger than this.")
+    claim_wait_s: float = Field(
+        10.0, gt=0, description="How long a process waits for another one's fetch of the same "
+        "robots.txt before fetching it itself.")
+    memory_origins: int = Field(
+        10_000, ge=1, description="Origins whose parsed robots.txt each process keeps in memory.")
+
+
+class SitemapSettings(BaseSettings):
+    """Bounds on reading sitemaps (``external_interface.sitemap``), on top of the fetch's."""
+
+    model_config = SettingsConfigDict(env_prefix="SITEMAP_", extra="ignore")
+
+    max_entries_per_file: int = Field(
+        50_000, ge=1, description="Entries read from one file (the protocol's limit).")
+    max_entries_total: int = Field(
+        1_000_000, ge=1, description="Entries read from one start sitemap and its children.")
+    max_depth: int = Field(
+        2, ge=0, description="Indexes followed below a start sitemap (an index of indexes "
+        "is outside the protocol but exists).")
+    max_files: int = Field(1_000, ge=1, description="Files read from one start sitemap.")
+    max_decoded_bytes: int = Field(
+        50 * 1024 * 1024, ge=1, description="Cap on a gzip sitemap once gunzipped (the "
+        "protocol's 50 MiB); past it the file fails, so a gzip bomb stops there.")
+
+
+class HttpCacheSettings(BaseSettings):
+    """The development HTTP cache (``external_interface.http_cache``): off by default."""
+
+    model_config = SettingsConfigDict(env_prefix="HTTP_CACHE_", extra="ignore")
+
+    enabled: bool = Field(
+        False, description="Replay stored responses instead of fetching (for reworking a "
+        "parser against the same pages; never in production).")
+    dir: str = Field(default_factory=lambda: str(_home() / "run" / "http-cache"),
+                     description="Where entries are stored, one file each.")
+    statuses: list[int] = Field(
+        default_factory=list, description="Statuses stored, as JSON ([200, 404]); empty: "
+        "every 2xx.")
+    max_age_s: float = Field(0.0, ge=0, description="How long an entry is replayed; 0: for ever.")
+
+
 class PolitenessSettings(BaseSettings):
     """Cluster-wide politeness: how waits for a site's slot are handled."""
 
@@ -168,6 +267,42 @@ class PolitenessSettings(BaseSettings):
     max_penalty_s: float = Field(
         60.0, description="Cap on a 429 cooldown, whatever Retry-After says.")
     default_penalty_s: float = Field(5.0, description="Cooldown after a 429 without Retry-After.")
+
+
+class ThrottleSettings(BaseSettings):
+    """The adaptive throttle (``politeness.throttle``): one controller per site or host for
+    the whole cluster, for sites that declare no rate. A declared rate is its ceiling."""
+
+    model_config = SettingsConfigDict(env_prefix="THROTTLE_", extra="ignore")
+
+    enabled: bool = Field(True, description="Adapt the rate of sites that declare none; off: "
+                          "such sites are fetched as fast as the workers go.")
+    start_rate_per_s: float = Field(
+        8.0, gt=0, description="Rate of a new key before its first answers arrive.")
+    start_concurrency: int = Field(
+        4, ge=1, description="Requests in flight at a new key; grows by one per good "
+        "answer (doubles every round trip) until the first sign of trouble.")
+    min_rate_per_s: float = Field(0.5, gt=0, description="The rate never falls below this.")
+    max_rate_per_s: float = Field(10_000.0, gt=0, description="The rate never rises above this.")
+    max_concurrency: int = Field(64, ge=1, description="Most requests in flight at one key, "
+                                 "across the cluster.")
+    max_retry_after_s: float = Field(
+        30.0, ge=0, description="Cap on a Retry-After honoured for the whole key (a unit "
+        "waits for it through the limiter, so POLITE_MAX_WAIT_S caps its countdown).")
+    hold_s: float = Field(
+        1.0, gt=0, description="At most one decrease per this long (or two round trips, if "
+        "shorter), so one overload is not punished many times.")
+    plateau_s: float = Field(
+        5.0, gt=0, description="How long the rate holds below a confirmed ceiling before "
+        "probing above it; doubles with each confirmation, up to 60 s.")
+    latency_factor: float = Field(
+        3.0, gt=1, description="Latency above this many times its baseline (plus the slack) "
+        "slows the key down.")
+    latency_slack_s: float = Field(
+        0.05, ge=0, description="Latency rises smaller than this never count.")
+    refresh_s: float = Field(
+        0.25, ge=0, description="How long a process uses its copy of a key's policy before "
+        "asking Redis again (each batch of observations refreshes it too); 0: every time.")
 
 
 class TaskSettings(BaseSettings):
@@ -303,6 +438,11 @@ class Settings:
         self.fetch = read(FetchSettings, env)
         self.resources = read(ResourceSettings, env)
         self.proxy = read(ProxySettings, env)
+        self.headers = read(HeaderSettings, env)
+        self.throttle = read(ThrottleSettings, env)
+        self.robots = read(RobotsSettings, env)
+        self.sitemap = read(SitemapSettings, env)
+        self.http_cache = read(HttpCacheSettings, env)
         self.check()
 
     def check(self) -> None:

@@ -40,7 +40,8 @@ def job_pace(job_id: str) -> str:
 
 # -- politeness (appended) ----------------------------------------------------
 def polite(bucket: str, part: str) -> str:
-    """A key of one politeness bucket: ``tat``, ``leases``, ``cooldown``, ``state``.
+    """A key of one politeness bucket: ``tat``, ``leases``, ``cooldown``, ``state``, and
+    ``throttle`` (the adaptive controller's hash, ``politeness.redis_throttle``).
 
     The hash tag ``{bucket}`` keeps a bucket's keys on one Redis Cluster slot, so
     one Lua script can read and write all of them atomically.
@@ -49,6 +50,7 @@ def polite(bucket: str, part: str) -> str:
 
 
 POLITE_INDEX = f"{PREFIX}:polite:buckets"  # sorted set: bucket -> last time a worker used it
+THROTTLE_INDEX = f"{PREFIX}:polite:throttled"  # sorted set: key -> last time it was observed
 
 
 # -- resource pools (appended) ------------------------------------------------
@@ -65,3 +67,15 @@ def pool(kind: str, scope: str, part: str) -> str:
 def user_agents(family: str) -> str:
     """The cluster's user agents of one family (list), for ``user_agent.RedisUserAgents``."""
     return f"{PREFIX}:ua:{family}"
+
+
+# -- robots.txt (appended) ----------------------------------------------------
+def robots(origin: str) -> str:
+    """One origin's robots.txt record (hash: kind, status, times, note, zlib body), with a
+    TTL; ``origin`` is ``scheme://host[:port]``."""
+    return f"{PREFIX}:robots:{origin}"
+
+
+def robots_claim(origin: str) -> str:
+    """The claim of the one process fetching an origin's robots.txt now."""
+    return f"{PREFIX}:robots:{origin}:claim"

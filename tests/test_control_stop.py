@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from chains.model import Chain, Step
+from chains.runtime.model import Chain, Step
 from sandbox.cluster import ROOT, Cluster
 from sandbox.server import Faults
 from sandbox.world import World

@@ -63,6 +63,7 @@ class AllowedDomains:
         self.domains = tuple(dict.fromkeys(_entry(d) for d in domains))
         self._registrable = frozenset(filter(None, map(registrable_domain, self.domains)))
         self._bare = tuple(d for d in self.domains if registrable_domain(d) is None)
+        self._origins: dict[str, bool] = {}  # judged once per scheme://host:port
 
     def __bool__(self) -> bool:
         return bool(self.domains)
@@ -83,12 +84,24 @@ class AllowedDomains:
         return any(host == d or host.endswith("." + d) for d in self._bare)
 
     def allows_url(self, url: str) -> bool:
-        """``allows`` for the host of ``url``; a URL without a host is not allowed."""
-        try:
-            host = urlsplit(url).hostname
-        except ValueError:
-            return False
-        return self.allows(host) if host else not self.domains
+        """``allows`` for the host of ``url``; a URL without a host is not allowed. Judged
+        once per origin: a page of 10,000 links to a few hosts costs a dict lookup each."""
+        if not self.domains:
+            return True
+        scheme, sep, rest = url.partition("://")
+        end = min((i for i in map(rest.find, "/?#") if i >= 0), default=len(rest))
+        origin = f"{scheme}://{rest[:end]}" if sep else url
+        verdict = self._origins.get(origin)
+        if verdict is None:
+            try:
+                host = urlsplit(origin).hostname
+            except ValueError:
+                host = None
+            verdict = self.allows(host) if host else False
+            if len(self._origins) >= 65_536:
+                self._origins.clear()
+            self._origins[origin] = verdict
+        return verdict
 
 
 def _entry(domain: str) -> str:

@@ -106,20 +106,29 @@ redis.call('HSET', KEYS[2], 'hold_us', math.floor(mean + (held - mean) / 8))
 return 1
 """
 
-# KEYS: cooldown, tat, state. ARGV: seconds (µs, already capped), state ttl (s).
-# The cooldown only grows. The TAT moves so that the first request after the
-# cooldown goes at its end and the next ones at the rate: no burst right after a
-# 429. Reply: the cooldown left (µs).
-_PENALIZE = CLOCK + r"""
-local now = clock('')
-local untl = math.max(now + tonumber(ARGV[1]), tonumber(redis.call('GET', KEYS[1]) or '0'))
-if untl > now then redis.call('SET', KEYS[1], untl, 'PX', math.ceil((untl - now) / 1000)) end
-local conf = redis.call('HMGET', KEYS[3], 'interval_us', 'burst')
-local interval, burst = tonumber(conf[1]) or 0, tonumber(conf[2]) or 1
-if interval > 0 and untl > now then
-  local tat = math.max(tonumber(redis.call('GET', KEYS[2]) or '0'), untl + (burst - 1) * interval)
-  redis.call('SET', KEYS[2], tat, 'PX', math.ceil((tat - now) / 1000))
+# ``cool_down(cooldown, tat, state, now, span)``: block the bucket until ``now +
+# span`` (µs). The cooldown only grows. The TAT moves so that the first request
+# after the cooldown goes at its end and the next ones at the rate: no burst right
+# after a 429. Returns when the cooldown ends. Shared with ``redis_throttle``.
+COOL_DOWN = r"""
+local function cool_down(cool_key, tat_key, state_key, now, span)
+  local untl = math.max(now + span, tonumber(redis.call('GET', cool_key) or '0'))
+  if untl > now then redis.call('SET', cool_key, untl, 'PX', math.ceil((untl - now) / 1000)) end
+  local conf = redis.call('HMGET', state_key, 'interval_us', 'burst')
+  local interval, burst = tonumber(conf[1]) or 0, tonumber(conf[2]) or 1
+  if interval > 0 and untl > now then
+    local tat = math.max(tonumber(redis.call('GET', tat_key) or '0'), untl + (burst - 1) * interval)
+    redis.call('SET', tat_key, tat, 'PX', math.ceil((tat - now) / 1000))
+  end
+  return untl
 end
+"""
+
+# KEYS: cooldown, tat, state. ARGV: seconds (µs, already capped), state ttl (s).
+# Reply: the cooldown left (µs).
+_PENALIZE = CLOCK + COOL_DOWN + r"""
+local now = clock('')
+local untl = cool_down(KEYS[1], KEYS[2], KEYS[3], now, tonumber(ARGV[1]))
 redis.call('HINCRBY', KEYS[3], 'penalties', 1)
 redis.call('HSET', KEYS[3], 'last_penalty_us', ARGV[1])
 redis.call('EXPIRE', KEYS[3], ARGV[2])

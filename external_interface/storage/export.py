@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import TextIO
 
 from external_interface.storage import ItemStore
-from external_interface.storage.factory import store_from_url
 from external_interface.storage.export_formats import (
     Columns,
     Record,
@@ -49,6 +48,7 @@ from external_interface.storage.export_formats import (
     write_jsonl,
     write_parquet,
 )
+from external_interface.storage.factory import store_from_url
 
 FORMATS = ("jsonl", "csv", "json", "parquet")
 

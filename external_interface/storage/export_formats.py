@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 META_COLUMNS = ("_key", "_job_id", "_first_seen", "_last_seen")
 ROW_GROUP = 10_000
@@ -128,7 +128,7 @@ def import_pyarrow() -> ModuleType:
             "--format parquet needs pyarrow: pip install 'crawlchain[parquet]' "
             "(or: CRAWLCHAIN_EXTRAS=parquet ./control.sh setup)"
         ) from exc
-    return pyarrow
+    return cast(ModuleType, pyarrow)
 
 
 def write_parquet(records: Iterable[Record], path: Path, columns: Columns,

@@ -15,7 +15,7 @@ import threading
 import time
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from external_interface import keys
 from external_interface.user_agent.bundled import AGENTS
@@ -41,8 +41,12 @@ class UserAgents(Protocol):
         ...
 
 
-def choose(agents: Sequence[str], key: str) -> str:
-    """The agent for ``key``: stable while the list is unchanged, spread over the list."""
+T = TypeVar("T")
+
+
+def choose(agents: Sequence[T], key: str) -> T:
+    """The agent (or header set) for ``key``: stable while the list is unchanged, spread
+    over the list."""
     return agents[zlib.crc32(key.encode()) % len(agents)]
 
 

@@ -14,7 +14,7 @@ import socket
 import struct
 import zlib
 
-import brotli  # type: ignore[import-untyped]  # no stubs; a dependency already
+import brotli  # no stubs; a dependency already
 
 from sandbox.loop_server import Conn, Reply, Script
 

@@ -11,12 +11,12 @@ import pytest
 
 from utils.logs import (
     RedactSecrets,
-    redact_handlers,
     configure,
     format_from_env,
     level_from_env,
     log_fetch,
     log_job,
+    redact_handlers,
     reformat_handlers,
 )
 

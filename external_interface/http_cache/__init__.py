@@ -1,0 +1,140 @@
+"""A development HTTP cache: responses on local disk, replayed without the network.
+
+    cached = CachingFetcher(fetcher, FilesystemCache(Path("run/http-cache")), CachePolicy())
+    response = cached.fetch_raw(request)      # the first time fetched and stored
+    response = cached.fetch_raw(request)      # then replayed: no request leaves
+
+Off by default (``HTTP_CACHE_ENABLED``, ``--http-cache``): it is for reworking a
+parser against the same pages, not for production, where the recrawl policy
+decides what is fetched again. It wraps the fetcher with the same ``fetch_raw``
+(and ``fetch``) method, so the runtime puts it in front of the fetcher and
+nothing else changes.
+
+Two interfaces, as Scrapy's ``HttpCacheMiddleware`` has them: a ``CachePolicy``
+says what is stored (GET and HEAD, 2xx unless other statuses are asked for) and
+for how long it is good; a ``CacheStorage`` keeps entries by key (the request
+fingerprint of ``utils.fingerprint``: method, canonical URL, body, and the
+headers the policy names). The filesystem storage is the one backend: the cache
+exists for one developer's machine, and bodies do not belong in Redis.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from external_interface.fetch import raise_for_status
+from external_interface.http import Request, Response
+from utils.fingerprint import request_fingerprint
+
+if TYPE_CHECKING:
+    from config import HttpCacheSettings
+
+
+@dataclass(frozen=True)
+class CachedResponse:
+    """A stored response and when it was stored (epoch seconds)."""
+
+    response: Response
+    stored_at: float
+
+
+@runtime_checkable
+class CacheStorage(Protocol):
+    """Entries by key (a hex fingerprint). Safe for many processes at once."""
+
+    def get(self, key: str) -> CachedResponse | None:
+        """The entry, or None. Never a half-written one."""
+        ...
+
+    def put(self, key: str, response: Response, stored_at: float) -> None:
+        """Store (or replace) an entry atomically: a reader sees the old or the new."""
+        ...
+
+    def delete(self, key: str) -> None:
+        """Forget an entry; no error if there is none."""
+        ...
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    """What is cached and for how long.
+
+    ``statuses``: the statuses stored; empty means every 2xx. ``max_age_s``: how
+    long an entry is replayed (None: for ever). ``vary``: request headers that
+    make two requests different entries (a language, an API version).
+    """
+
+    statuses: frozenset[int] = frozenset()
+    max_age_s: float | None = None
+    methods: frozenset[str] = frozenset({"GET", "HEAD"})
+    vary: tuple[str, ...] = ()
+
+    def cacheable(self, request: Request, response: Response) -> bool:
+        if request.method.upper() not in self.methods:
+            return False
+        if self.statuses:
+            return response.status in self.statuses
+        return 200 <= response.status < 300
+
+    def fresh(self, entry: CachedResponse, now: float) -> bool:
+        return self.max_age_s is None or now - entry.stored_at <= self.max_age_s
+
+    def key(self, request: Request) -> str:
+        """The request's fingerprint, hex: what the storage files it under."""
+        return request_fingerprint(request.method, request.full_url,
+                                   request.data or b"", request.headers, self.vary).hex()
+
+
+class FetchesRaw(Protocol):
+    def fetch_raw(self, request: Request) -> Response: ...
+
+
+class CachingFetcher:
+    """A fetcher in front of a fetcher: replays a fresh stored response, else fetches
+    and stores what the policy allows. Errors (network, caps) are never stored."""
+
+    def __init__(self, fetcher: FetchesRaw, storage: CacheStorage,
+                 policy: CachePolicy | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.fetcher = fetcher
+        self.storage = storage
+        self.policy = policy or CachePolicy()
+        self.clock = clock
+        self.hits = 0
+        self.misses = 0
+
+    def fetch_raw(self, request: Request) -> Response:
+        """The stored response if fresh, else the network's (stored if cacheable)."""
+        cacheable_method = request.method.upper() in self.policy.methods
+        key = self.policy.key(request) if cacheable_method else ""
+        if cacheable_method:
+            entry = self.storage.get(key)
+            if entry is not None and self.policy.fresh(entry, self.clock()):
+                self.hits += 1
+                return entry.response
+        self.misses += 1
+        response = self.fetcher.fetch_raw(request)
+        if self.policy.cacheable(request, response):
+            self.storage.put(key, response, self.clock())
+        return response
+
+    def fetch(self, request: Request) -> Response:
+        """As ``Fetcher.fetch``: the classified error for a bad status."""
+        response = self.fetch_raw(request)
+        raise_for_status(response)
+        return response
+
+
+def http_cache_from_settings(settings: HttpCacheSettings, fetcher: FetchesRaw) -> FetchesRaw:
+    """The fetcher itself when the cache is off (the default), else the cache over it."""
+    if not settings.enabled:
+        return fetcher
+    from external_interface.http_cache.filesystem import FilesystemCache
+
+    policy = CachePolicy(statuses=frozenset(settings.statuses),
+                         max_age_s=settings.max_age_s or None)
+    return CachingFetcher(fetcher, FilesystemCache(Path(settings.dir)), policy)

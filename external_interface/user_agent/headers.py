@@ -1,0 +1,55 @@
+"""Default request headers: a current browser's User-Agent with the headers it sends along.
+
+    default_headers("mobile", key=unit_id)
+    # {"User-Agent": "Mozilla/5.0 (iPhone; ...) Safari/604.1", "Accept": "text/html,...",
+    #  "Accept-Language": "en-US,en;q=0.9", "Accept-Encoding": "gzip, deflate, br"}
+
+A request with a library's agent (``python-urllib3/2.x``) is refused by many sites
+on sight; one whose ``Accept`` does not match its agent is flagged by the rest.
+So an agent comes with the ``Accept`` and ``Accept-Language`` its browser sends,
+from the generated ``browsers.py`` (see ``user_agent.refresh``), and with the
+``Accept-Encoding`` the fetch can decode (gzip, deflate, br), not the browser's
+(zstd would come back undecodable).
+
+The set is picked by a stable hash of ``key`` (a unit id), so a unit keeps one
+identity across retries and workers. A site's own defaults (``SiteHeaders``:
+a family and fixed headers) go over these; resource providers (a pooled agent,
+cookies, a signature) still go over both, per unit.
+"""
+
+from __future__ import annotations
+
+from config import SiteHeaders
+from external_interface.user_agent import choose
+from external_interface.user_agent.browsers import HEADER_SETS
+
+DEFAULT_FAMILY = "desktop"
+ACCEPT_ENCODING = "gzip, deflate, br"  # what the fetch decodes (urllib3 + brotli)
+
+
+def families() -> list[str]:
+    """The families a site may name, sorted."""
+    return sorted(HEADER_SETS)
+
+
+def default_headers(family: str | None, key: str) -> dict[str, str]:
+    """A browser's default headers for ``family`` (None: desktop), the same for the same
+    ``key``. Raises ``ValueError`` naming the known families for an unknown one."""
+    wanted = family or DEFAULT_FAMILY
+    sets = HEADER_SETS.get(wanted)
+    if not sets:
+        raise ValueError(f"unknown user agent family {wanted!r}: use one of "
+                         f"{', '.join(families())}, or set User-Agent in the site's headers")
+    agent, accept, language = choose(sets, key)
+    return {"User-Agent": agent, "Accept": accept, "Accept-Language": language,
+            "Accept-Encoding": ACCEPT_ENCODING}
+
+
+def site_headers(site: SiteHeaders, key: str) -> dict[str, str]:
+    """A site's defaults for one unit: the family's browser headers, then the site's
+    own (any case of a name replaces the default's)."""
+    headers = default_headers(site.family, key)
+    if site.headers:
+        own = {name.lower() for name in site.headers}
+        headers = {k: v for k, v in headers.items() if k.lower() not in own} | site.headers
+    return headers
