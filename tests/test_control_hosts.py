@@ -95,7 +95,7 @@ def assert_job_matches(status: dict[str, object], world: World) -> None:
     for step, want in world.expected().items():
         got = steps[step]
         assert (got["done"], got["items"], got["failed"]) == (want["units"], want["items"],
-                                                              0), step
+                                                              0), (step, status["failures"])
 
 
 # -- hosts that are directories, reached by sh -c ------------------------------------------

@@ -23,15 +23,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from external_interface.fetch import raise_for_status
 from external_interface.http import Request, Response
 from utils.fingerprint import request_fingerprint
-
-if TYPE_CHECKING:
-    from config import HttpCacheSettings
 
 
 @dataclass(frozen=True)
@@ -127,14 +123,3 @@ class CachingFetcher:
         response = self.fetch_raw(request)
         raise_for_status(response)
         return response
-
-
-def http_cache_from_settings(settings: HttpCacheSettings, fetcher: FetchesRaw) -> FetchesRaw:
-    """The fetcher itself when the cache is off (the default), else the cache over it."""
-    if not settings.enabled:
-        return fetcher
-    from external_interface.http_cache.filesystem import FilesystemCache
-
-    policy = CachePolicy(statuses=frozenset(settings.statuses),
-                         max_age_s=settings.max_age_s or None)
-    return CachingFetcher(fetcher, FilesystemCache(Path(settings.dir)), policy)

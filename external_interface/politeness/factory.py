@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from external_interface.politeness import Limiter
+from external_interface.politeness.throttle import Throttle
 
 if TYPE_CHECKING:
     import redis
+
+    from config import ThrottleSettings
 
 
 def limiter_from_redis(client: redis.Redis, lease_ttl_s: float = 60.0,
@@ -25,3 +28,12 @@ def limiter_from_redis(client: redis.Redis, lease_ttl_s: float = 60.0,
 
     return RedisLimiter(client, lease_ttl_s=lease_ttl_s, max_penalty_s=max_penalty_s,
                         default_penalty_s=default_penalty_s, jitter_s=jitter_s)
+
+
+def throttle_from_settings(settings: ThrottleSettings, client: redis.Redis) -> Throttle:
+    """The Redis throttle on the state client. There is no in-process backend on
+    purpose: a throttle per process is exactly AutoThrottle's flaw, and the
+    embedded Redis is the default everywhere else."""
+    from external_interface.politeness.redis_throttle import RedisThrottle
+
+    return RedisThrottle(client, settings)

@@ -74,9 +74,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from config import Politeness
 
 if TYPE_CHECKING:
-    import redis
 
-    from config import ThrottleSettings
     from external_interface.http import Response
 
 
@@ -171,12 +169,3 @@ def crawl_delay_policy(delay_s: float | None) -> Politeness | None:
     if not delay_s or delay_s <= 0:
         return None
     return Politeness(rate_per_s=1.0 / delay_s, burst=1, max_concurrency=1)
-
-
-def throttle_from_settings(settings: ThrottleSettings, client: redis.Redis) -> Throttle:
-    """The Redis throttle on the state client. There is no in-process backend on
-    purpose: a throttle per process is exactly AutoThrottle's flaw, and the
-    embedded Redis is the default everywhere else."""
-    from external_interface.politeness.redis_throttle import RedisThrottle
-
-    return RedisThrottle(client, settings)

@@ -42,12 +42,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    import redis
-
-    from config import RobotsSettings
     from external_interface.fetch import Fetcher
     from external_interface.http import Response
-    from external_interface.robots.policy import RobotsPolicy
 
 Kind = Literal["parsed", "allow", "disallow"]
 Reason = Literal["allowed", "disallowed", "missing", "unavailable", "not-obeyed"]
@@ -124,15 +120,3 @@ def fetch_with(fetcher: Fetcher, headers: Mapping[str, str] | None = None
         return fetcher.fetch_raw(Request(url, headers=fixed))
 
     return fetch
-
-
-def robots_from_settings(settings: RobotsSettings, client: redis.Redis | None,
-                         fetch: Callable[[str], Response]) -> RobotsPolicy:
-    """The policy over the Redis store (the cluster's), or over memory without a client
-    (one process: scripts, a shell)."""
-    from external_interface.robots.memory import MemoryRobotsStore
-    from external_interface.robots.policy import RobotsPolicy
-    from external_interface.robots.redis_store import RedisRobotsStore
-
-    store: RobotsStore = MemoryRobotsStore() if client is None else RedisRobotsStore(client)
-    return RobotsPolicy(store, fetch, settings)

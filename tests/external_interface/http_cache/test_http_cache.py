@@ -16,8 +16,8 @@ from external_interface.http_cache import (
     CachePolicy,
     CacheStorage,
     CachingFetcher,
-    http_cache_from_settings,
 )
+from external_interface.http_cache.factory import http_cache_from_settings
 from external_interface.http_cache.filesystem import FilesystemCache
 from tests.external_interface.robots.site import Route, Site, serve
 

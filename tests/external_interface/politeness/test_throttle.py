@@ -9,14 +9,13 @@ import redis
 
 from config import Politeness, ThrottleSettings
 from external_interface.politeness import Wait
-from external_interface.politeness.factory import limiter_from_redis
+from external_interface.politeness.factory import limiter_from_redis, throttle_from_settings
 from external_interface.politeness.redis_throttle import RedisThrottle, rates
 from external_interface.politeness.throttle import (
     Observation,
     Throttle,
     crawl_delay_policy,
     strictest,
-    throttle_from_settings,
 )
 from tests.external_interface.politeness.simulation import T0, Server, crawl
 from tests.external_interface.test_politeness import client_like

@@ -10,7 +10,8 @@ import redis
 
 from config import FetchSettings, RobotsSettings
 from external_interface.fetch import Fetcher
-from external_interface.robots import MAX_BYTES, RobotsRecord, fetch_with, robots_from_settings
+from external_interface.robots import MAX_BYTES, RobotsRecord, fetch_with
+from external_interface.robots.factory import robots_from_settings
 from external_interface.robots.memory import MemoryRobotsStore
 from external_interface.robots.policy import RobotsPolicy, origin_of
 from external_interface.robots.redis_store import RedisRobotsStore

@@ -1,0 +1,20 @@
+"""The development HTTP cache the settings name, in front of a fetcher (off: the fetcher)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from external_interface.http_cache import CachePolicy, CachingFetcher, FetchesRaw
+from external_interface.http_cache.filesystem import FilesystemCache
+
+if TYPE_CHECKING:
+    from config import HttpCacheSettings
+
+def http_cache_from_settings(settings: HttpCacheSettings, fetcher: FetchesRaw) -> FetchesRaw:
+    """The fetcher itself when the cache is off (the default), else the cache over it."""
+    if not settings.enabled:
+        return fetcher
+    policy = CachePolicy(statuses=frozenset(settings.statuses),
+                         max_age_s=settings.max_age_s or None)
+    return CachingFetcher(fetcher, FilesystemCache(Path(settings.dir)), policy)
