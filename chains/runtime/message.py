@@ -37,12 +37,12 @@ from chains.runtime.pipeline.parse import parse
 from chains.runtime.pipeline.prepare import Batch, UnitRun, prepare
 from chains.runtime.pipeline.save import save
 from chains.runtime.pipeline.spawn import spawn
+from chains.runtime.site import Site
 from chains.runtime.units import Envelope, Unit, revived
 from external_interface.providers.declare import Gear
 
 if TYPE_CHECKING:
     from chains.runtime.context import Runtime
-    from chains.runtime.site import Site
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,17 @@ class Launched:
 
     chain: Chain
     settings: dict[str, dict[str, Any]]
+    _sites: dict[str, BaseModel] = field(default_factory=dict, repr=False, compare=False)
+
+    def site_settings(self, site: Site) -> BaseModel:
+        """The site's settings as the launch fixed them, validated once per process (a job
+        launched without any reads this worker's environment, once)."""
+        found = self._sites.get(site.name)
+        if found is None:
+            stored = self.settings.get(site.name)
+            found = site.stored_settings(stored) if stored is not None else site.read_settings()
+            self._sites[site.name] = found
+        return found
 
 
 @lru_cache(maxsize=256)
@@ -138,9 +149,7 @@ def batch_of(rt: Runtime, task: str, envelope: Envelope, chain: Chain,
     """The context a batch of ``task`` runs in: its step, site, the job's settings."""
     spec = registry.step(task)
     site = registry.site(spec.site)
-    stored = launched(rt, envelope["job"]).settings.get(site.name)
-    settings: BaseModel = (site.stored_settings(stored) if stored is not None
-                           else site.read_settings())
+    settings = launched(rt, envelope["job"]).site_settings(site)
     disabled = rt.settings.resources.disabled_sites
     return Batch(rt, envelope, chain, spec, site, settings, gear_of(site, task, disabled),
                  retries)

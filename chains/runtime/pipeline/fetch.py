@@ -15,7 +15,6 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import as_completed
 from contextlib import ExitStack
-from dataclasses import replace
 
 from chains.runtime.context import fetch_slots, unit_threads
 from chains.runtime.pipeline.prepare import Batch, FetchPoint, RetryAfter, UnitRun, obey
@@ -67,9 +66,9 @@ def _dress(batch: Batch, r: UnitRun) -> UnitRun:
             raise NoResource(f"no {exc.kind} of {batch.gear.site} became available after "
                              f"{limits.max_waits} waits", url=r.request.url) from None
         wait = min(exc.seconds or limits.wait_s, batch.rt.settings.politeness.max_wait_s)
-        return replace(r, need=exc.kind).ended(RetryAfter(wait, f"no {exc.kind} ready",
+        return r.but(need=exc.kind).ended(RetryAfter(wait, f"no {exc.kind} ready",
                                                           "wait"))
-    return replace(r, outfit=outfit)
+    return r.but(outfit=outfit)
 
 
 def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
@@ -95,9 +94,9 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
             if isinstance(exc, RateLimited) and (r.outfit is None or r.outfit.proxy is None):
                 batch.rt.limiter.penalize(site, exc.retry_after)
             point = FetchPoint(exc.status or 0, 0, time.monotonic() - started)
-            return replace(r, fetch=point).failed(exc)
+            return r.but(fetch=point).failed(exc)
     point = FetchPoint(response.status, len(response.body), time.monotonic() - started)
-    return replace(r, fetch=point, response=response)
+    return r.but(fetch=point, response=response)
 
 
 def _slots(batch: Batch, r: UnitRun) -> ExitStack:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import replace
 
 from chains.runtime.pipeline.prepare import Batch, UnitRun, obey
 from chains.runtime.units import rotated
@@ -37,7 +36,7 @@ def _parse_one(batch: Batch, r: UnitRun) -> UnitRun:
             return r.ended(fate)
         started = time.monotonic()
         parsed = batch.step.parse(ctx.params, response, *batch.rt.interrupts)
-        r = replace(r, parsed=parsed, parse_s=time.monotonic() - started, response=None)
+        r = r.but(parsed=parsed, parse_s=time.monotonic() - started, response=None)
         fate = obey("before_save", hooks.before_save(ctx, parsed.items))
     except CrawlError as exc:
         return r.failed(exc)

@@ -20,7 +20,7 @@ domains, and the recrawl decision for the whole batch in one dedup round trip.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -148,8 +148,15 @@ class UnitRun:
     def live(self) -> bool:
         return self.fate is None
 
+    def but(self, **changes: Any) -> UnitRun:
+        """A copy with ``changes``: ``dataclasses.replace`` without re-running ``__init__``
+        (a unit's record is copied several times per phase, for every unit of a crawl)."""
+        copy = object.__new__(UnitRun)
+        object.__setattr__(copy, "__dict__", {**self.__dict__, **changes})
+        return copy
+
     def ended(self, fate: Fate, error: CrawlError | None = None) -> UnitRun:
-        return replace(self, fate=fate, error=error, response=None)
+        return self.but(fate=fate, error=error, response=None)
 
     def failed(self, error: CrawlError) -> UnitRun:
         return self.ended(fate_of(error), error)
@@ -201,7 +208,7 @@ def prepare(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
     out = []
     for r in runs:
         plan, skip = decided.get(id(r), (None, False))
-        r = replace(r, recrawl=plan)
+        r = r.but(recrawl=plan)
         out.append(r.ended(Skipped("fresh")) if skip else r)
     return out
 
@@ -222,4 +229,4 @@ def _prepare_one(batch: Batch, r: UnitRun) -> UnitRun:
                           url=request.url)
     except PermanentError as exc:
         return r.failed(exc)
-    return replace(r, ctx=ctx, request=request)
+    return r.but(ctx=ctx, request=request)

@@ -10,7 +10,6 @@ cookie pool), and the ``after_save`` hook runs.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from chains.runtime.pipeline.prepare import Batch, Skipped, UnitRun, obey
@@ -28,7 +27,7 @@ def save(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
         parsed = r.parsed
         if r.live and parsed is not None:
             unchanged = r.recrawl is not None and r.recrawl.unchanged(dedup, parsed.items)
-            r = replace(r, unchanged=unchanged, stored=0 if unchanged else len(parsed.items))
+            r = r.but(unchanged=unchanged, stored=0 if unchanged else len(parsed.items))
             fresh += [] if unchanged else parsed.items
         saved.append(r)
     try:
@@ -49,7 +48,7 @@ def _after_save(batch: Batch, r: UnitRun) -> UnitRun:
         return r.failed(exc)
     if fate is None or isinstance(fate, Skipped):
         return r  # the items are saved already: there is nothing left to skip
-    return replace(r, stored=None).ended(fate)
+    return r.but(stored=None).ended(fate)
 
 
 def _feed(batch: Batch, items: list[Any]) -> None:
