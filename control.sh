@@ -10,7 +10,7 @@
 #   ./control.sh monitor [--once] [--json] [--interval S]
 #   ./control.sh logs [component]
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv] [--out FILE] [--job JOB_ID]
-#   ./control.sh bench dedup|storage|crawl|rate_limit [args]
+#   ./control.sh bench dedup|storage|crawl|chain|rate_limit [args]   (python -m bench.X --help)
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #
@@ -274,8 +274,8 @@ cmd_test() {
 cmd_bench() {
   local what="${1:-}"; [[ $# -gt 0 ]] && shift
   case "$what" in
-    dedup|storage|crawl|rate_limit) "$PY" -m "bench.$what" "$@" ;;
-    *) die "bench: expected one of: dedup, storage, crawl, rate_limit" ;;
+    dedup|storage|crawl|chain|rate_limit) "$PY" -m "bench.$what" "$@" ;;
+    *) die "bench: expected one of: dedup, storage, crawl, chain, rate_limit" ;;
   esac
 }
 
