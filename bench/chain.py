@@ -42,9 +42,9 @@ item, over the crawl window: ``redis_commands_per_unit``, ``redis_round_trips_pe
 says how each is counted.
 
 ``--profile`` (or ``CHAINBENCH_PROFILE=1``): one more crawlchain crawl after the
-rounds, not measured, with py-spy sampling the workers; its phase table (message and
-broker, fetch, parse, validation, storage, dedup, ledger, publish) is in ``profile``
-(``bench.chain_profile``).
+rounds, not measured, its phases timed by each thread's CPU clock; its table (message
+and broker, fetch, parse, validation, storage, dedup, ledger, publish, ...) is in
+``profile`` (``bench.chain_profile``).
 
 Progress goes to stderr; the last line of stdout is the JSON result, also saved with
 the raw samples under ``run/bench/results/chain-<time>/``.
@@ -103,7 +103,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help="max seconds to wait for a quiet machine before each run")
     p.add_argument("--profile", action="store_true",
                    default=os.environ.get(chain_profile.ENV, "") not in ("", "0"),
-                   help="after the rounds, one crawlchain crawl under py-spy (not measured)")
+                   help="after the rounds, one crawlchain crawl profiled by phase "
+                        "(not measured)")
     args = p.parse_args(argv)
     if args.runs < 1:
         p.error("--runs must be at least 1")
@@ -115,23 +116,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def project_runner(base_url: str, layout: Layout, truth: ForumExpected, timeout: float,
                    profile_dir: Path | None = None) -> Runner:
     """A fresh cluster per run; its store checked against ``truth`` after the window.
-    With ``profile_dir``, py-spy samples the workers over the crawl."""
+    With ``profile_dir``, the worker's pool children time their phases over the crawl
+    (``bench.chain_profile``)."""
     settings = {"forum": {"base_url": f"{base_url}/forum"}}
 
     def run(path: Path) -> RunResult:
-        cluster = Cluster(path, base_url, layout, queues="forum")
+        cluster = Cluster(path, base_url, layout, queues="forum", profile_dir=profile_dir)
         try:
             cluster.start()
             if profile_dir is None:
                 result = crawl_project.crawl(cluster, forum, [{}], timeout, settings=settings,
                                              collections=COLLECTIONS)
             else:
-                mains = chain_profile.worker_mains(
-                    p.pid for n, p in cluster.procs.items() if n.startswith("worker"))
-                with chain_profile.sampling(mains, profile_dir) as samples:
-                    result = crawl_project.crawl(cluster, forum, [{}], timeout,
-                                                 settings=settings, collections=COLLECTIONS)
-                result.extra["profile_files"] = [str(s) for s in samples]
+                consumers = [chain_profile.main_pid(p.pid) for n, p in cluster.procs.items()
+                             if n.startswith("worker")]
+                start = chain_profile.snapshot(profile_dir)
+                consumer_s = -sum(map(chain_profile.process_cpu_s, consumers))
+                result = crawl_project.crawl(cluster, forum, [{}], timeout, settings=settings,
+                                             collections=COLLECTIONS)
+                consumer_s += sum(map(chain_profile.process_cpu_s, consumers))
+                children_ns, phases = chain_profile.window(
+                    start, chain_profile.snapshot(profile_dir))
+                result.extra["profile"] = {"children_ns": children_ns, "phases": phases,
+                                           "consumer_s": consumer_s}
             problems = check_store(cluster.runtime.store, truth)
         finally:
             cluster.stop()
@@ -274,20 +281,21 @@ def result(args: argparse.Namespace, records: list[dict[str, Any]], truth: Forum
 # -- the run -------------------------------------------------------------------------
 def profiled(args: argparse.Namespace, base_url: str, layout: Layout, truth: ForumExpected,
              served: forum_peers.FastServer, results: Path) -> dict[str, Any]:
-    """One crawlchain crawl under py-spy, after the rounds: the per-phase CPU table."""
-    say("profile: one crawlchain crawl under py-spy (not measured)")
+    """One crawlchain crawl with its phases timed, after the rounds: the per-phase CPU
+    table (``bench.chain_profile``)."""
+    say("profile: one crawlchain crawl, its phases timed (not measured)")
     outdir = results / "profile"
     outdir.mkdir(parents=True, exist_ok=True)
     runner = project_runner(base_url, layout, truth, args.timeout, outdir)
     record = alternate("profile", {"project": runner}, 1, served, args.quiet_wait,
                        truth.requests)[0]
+    measured = record.pop("profile")
     workers_cpu = record["cpu_s"] - record["redis_cpu_s"] - record["launch_cpu_s"]
-    lines = [ln for f in record["profile_files"] for ln in Path(f).read_text().splitlines()]
-    table = chain_profile.summarize(lines, record["pages"], record["items"],
-                                    measured_cpu_s=workers_cpu)
-    table.update(workers_cpu_s=round(workers_cpu, 3), crawl_s=record["crawl_s"],
-                 redis_cpu_s=record["redis_cpu_s"], files=record["profile_files"],
-                 problems=record["problems"])
+    table = chain_profile.table(measured["children_ns"], measured["phases"],
+                                measured["consumer_s"], record["redis_cpu_s"],
+                                record["pages"], record["items"], workers_cpu)
+    table.update(measured_workers_cpu_s=round(workers_cpu, 3), crawl_s=record["crawl_s"],
+                 pages_per_s=record["pages_per_s"], problems=record["problems"])
     for phase, row in table["by_phase"].items():
         say(f"  {phase:>15}: {row['share_pct']:5.1f} %  {row['ms_per_page']:.3f} ms/page")
     return table
@@ -299,8 +307,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for peer in args.crawler:
         if peer != "project":
             forum_peers.ensure_venv(peer)
-    if args.profile:
-        chain_profile.PYSPY.ensure()
     results = bench_dir() / "results" / f"chain-{time.strftime('%Y%m%d-%H%M%S')}"
     results.mkdir(parents=True, exist_ok=True)
     layout = Layout.for_concurrency(args.concurrency, args.workers, args.pool,

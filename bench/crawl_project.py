@@ -107,10 +107,11 @@ class Cluster:
 
     def __init__(self, workdir: Path, base_url: str, layout: Layout,
                  log_level: str = "WARNING", extra_env: dict[str, str] | None = None,
-                 queues: str = "properties") -> None:
+                 queues: str = "properties", profile_dir: Path | None = None) -> None:
         self.workdir = workdir
         self.layout = layout
         self.queues = queues
+        self.profile_dir = profile_dir  # set: workers sample their CPU by stack there
         self.log_level = log_level
         self.socket = workdir / "redis.sock"
         self.env = local_env(workdir, self.socket, {
@@ -127,9 +128,11 @@ class Cluster:
         self.procs["redis"] = self._spawn("redis", embedded_redis.command(
             self.workdir / "redis", self.socket))
         embedded_redis.wait_ready(self.socket, self.procs["redis"])
+        entry = ["celery"] if self.profile_dir is None else [
+            "bench.profiled_worker", str(self.profile_dir)]
         for i in range(self.layout.workers):
             self.procs[f"worker{i}"] = self._spawn(f"worker{i}", [
-                sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", self.queues,
+                sys.executable, "-m", *entry, "-A", "worker", "worker", "-Q", self.queues,
                 "--pool", self.layout.pool, "--concurrency", str(self.layout.worker_concurrency),
                 "--hostname", f"bench{i}@%h", "--loglevel", self.log_level,
                 "--without-mingle", "--without-gossip"])

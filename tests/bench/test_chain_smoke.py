@@ -1,9 +1,10 @@
 """The deep-chain benchmark runs end to end on the small forum (one round, crawlchain
-and the plain peer) and prints its JSON last, both crawlers holding exactly the
-forum's expected records.
+and the plain peer, then crawlchain's profiled crawl) and prints its JSON last, both
+crawlers holding exactly the forum's expected records, the profile accounting for the
+workers' CPU phase by phase.
 
 Needs redis-server (the embedded broker) and nothing else: the plain peer's venv is
-empty (standard library) and is made on first use. Slow: a private cluster, ~20 s.
+empty (standard library) and is made on first use. Slow: two private clusters, ~20 s.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ RATIOS = {"pages_per_cpu_s_vs_scrapy", "pages_per_cpu_s_vs_crawlee", "pages_per_
 def test_small_forum_one_round_crawlchain_and_the_plain_peer_hold_the_same_records(
         capsys: pytest.CaptureFixture[str]) -> None:
     code = chain.main(["--shape", "small", "--runs", "1", "--crawler", "project",
-                       "--crawler", "plain", "--quiet-wait", "0", "--json"])
+                       "--crawler", "plain", "--quiet-wait", "0", "--profile", "--json"])
     result = json.loads(capsys.readouterr().out.splitlines()[-1])
 
     assert code == 0, result["items_check"]
@@ -51,3 +52,9 @@ def test_small_forum_one_round_crawlchain_and_the_plain_peer_hold_the_same_recor
     assert check["same_counts"] and check["problems"] == {}
     assert check["counts"] == {"project": [TRUTH.counts()], "plain": [TRUTH.counts()]}
     assert {r["pages"] for r in result["runs"]} == {TRUTH.requests}
+    profile = result["profile"]
+    assert profile["problems"] == [] and profile["pages"] == TRUTH.requests
+    phases = {"fetch", "parse", "validation", "storage", "ledger", "publish",
+              "message/broker (consumer)", "message/broker (pool child)"}
+    assert phases <= {p for p, row in profile["by_phase"].items() if row["ms_per_page"] > 0}
+    assert 0.7 < profile["coverage"] < 1.3  # the phases add up to the workers' CPU
