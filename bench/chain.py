@@ -247,6 +247,16 @@ def ratios(out: dict[str, dict[str, Any]]) -> dict[str, float | None]:
     }
 
 
+def targets(ratios: dict[str, float | None], same_counts: bool) -> dict[str, bool | None]:
+    """Issue 17's targets, all in the same run (None: a crawler they need was not run)."""
+    def at_least(value: float | None, bound: float) -> bool | None:
+        return None if value is None else value >= bound
+    return {"pages_per_cpu_s_2x_best_peer": at_least(ratios["pages_per_cpu_s_vs_best_peer"], 2),
+            "pages_per_s_2x_best_peer": at_least(ratios["pages_per_s_vs_best_peer"], 2),
+            "pages_per_cpu_s_half_plain": at_least(ratios["pages_per_cpu_s_vs_plain"], 0.5),
+            "same_counts": same_counts}
+
+
 def items_check(records: list[dict[str, Any]], truth: ForumExpected) -> dict[str, Any]:
     """Every run's per-collection counts, the expected ones, and what did not match."""
     want = truth.counts()
@@ -271,7 +281,9 @@ def result(args: argparse.Namespace, records: list[dict[str, Any]], truth: Forum
            profile: dict[str, Any] | None) -> dict[str, Any]:
     out = {crawler: figures(records, crawler) for crawler in CRAWLERS}
     server = [r["server_cpu_s"] for r in records]
-    return {**out, "ratios": ratios(out), "items_check": items_check(records, truth),
+    against, check = ratios(out), items_check(records, truth)
+    return {**out, "ratios": against, "targets": targets(against, check["same_counts"]),
+            "items_check": check,
             "server_cpu_s_median": round(statistics.median(server), 3) if server else None,
             "profile": profile,
             "config": {k: v for k, v in vars(args).items() if k != "json"},

@@ -55,3 +55,11 @@ def test_ratios_are_against_each_peer_and_the_better_of_scrapy_and_crawlee() -> 
     out["crawlee"] = figures(None, None)  # not run
     assert chain.ratios(out)["pages_per_cpu_s_vs_crawlee"] is None
     assert chain.ratios(out)["pages_per_s_vs_best_peer"] == 3.2
+
+
+def test_the_targets_are_judged_only_when_their_crawlers_ran() -> None:
+    ratios = {"pages_per_cpu_s_vs_best_peer": 2.1, "pages_per_s_vs_best_peer": 1.5,
+              "pages_per_cpu_s_vs_plain": None}
+    assert chain.targets(ratios, same_counts=True) == {
+        "pages_per_cpu_s_2x_best_peer": True, "pages_per_s_2x_best_peer": False,
+        "pages_per_cpu_s_half_plain": None, "same_counts": True}
