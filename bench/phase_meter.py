@@ -15,8 +15,10 @@ changed; the worker runs as ``bench.profiled_worker``):
 
     runtime glue  CrawlTask.run_units (base_task) and what run_message does itself
     prepare       chains.runtime.message.prepare
-    fetch         pipeline.fetch.fetch_one (the unit threads) and driving the fetch
-                  iterator in the message's thread
+    fetch         pipeline.fetch.fetch_one (the unit threads: hooks, providers, the
+                  slot's glue) and driving the fetch iterator in the message's thread
+    fetch: http   Fetcher.fetch_raw (urllib3, the socket, the response read and judged)
+    fetch: politeness  RedisLimiter.try_acquire, its release and penalize (GCRA in Redis)
     parse         chains.runtime.message.parse (the step's parse function, hooks)
     save          chains.runtime.message.save (the phase's own work)
     spawn         chains.runtime.message.spawn
@@ -136,19 +138,24 @@ def install() -> None:
     """Wrap the phase functions where they are called (see the module's docstring)."""
     from pydantic import BaseModel
 
-    import base_task
+    import worker  # its CrawlTask: base_task is the worker's alone to import
     from chains.broker.dispatch import CeleryDispatch
     from chains.runtime import ledger, message, metrics
     from chains.runtime.dispatch import Publisher
     from chains.runtime.pipeline import fetch
     from external_interface import recrawl
+    from external_interface.fetch import Fetcher
+    from external_interface.politeness.redis_gcra import RedisLimiter
     from external_interface.storage import jsonl, sqlite
 
-    _wrap_attr(base_task.CrawlTask, "run_units", "runtime glue")
+    _wrap_attr(vars(worker)["CrawlTask"], "run_units", "runtime glue")
     for name in ("prepare", "parse", "save", "spawn", "close"):
         _wrap_attr(message, name, name)
     _wrap_attr(message, "fetch", "fetch", iterator=True)
     _wrap_attr(fetch, "fetch_one", "fetch")
+    _wrap_attr(Fetcher, "fetch_raw", "fetch: http")
+    for name in ("try_acquire", "_give_back", "penalize"):
+        _wrap_attr(RedisLimiter, name, "fetch: politeness")
     _wrap_attr(BaseModel, "__init__", "validation")
     _wrap_attr(BaseModel, "model_validate", "validation")
     _wrap_attr(sqlite.SQLiteStore, "upsert", "storage")
