@@ -9,7 +9,9 @@ A run launches the chain (one job, or one job per shard) once the workers answer
 a ping, and ends when the ledger says every job finished. CPU counts every
 process that crawls: redis, the workers with their pool children (storage is
 SQLite inside them) and the launcher's own CPU for the launch calls. Wall time is
-the ledger's, from the first job's creation to the last job's finish.
+the ledger's, from the first job's creation to the last job's finish. What the
+crawl cost the shared Redis over the same window (commands, round trips, broker
+messages, its CPU) is in ``extra["redis"]`` (``bench.redis_cost``).
 """
 
 from __future__ import annotations
@@ -21,14 +23,16 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from celery import Celery
 
 from bench.proctree import Watch, cpu_between, machine_busy_s
+from bench.redis_cost import RedisCost, RedisSnapshot
 from chains.broker.dispatch import CeleryDispatch
 from chains.runtime.context import Runtime
 from chains.runtime.launch import launch_many
@@ -102,9 +106,12 @@ class Cluster:
     """redis-server and the workers in ``workdir``, for one run."""
 
     def __init__(self, workdir: Path, base_url: str, layout: Layout,
-                 log_level: str = "WARNING", extra_env: dict[str, str] | None = None) -> None:
+                 log_level: str = "WARNING", extra_env: dict[str, str] | None = None,
+                 queues: str = "properties", profile_dir: Path | None = None) -> None:
         self.workdir = workdir
         self.layout = layout
+        self.queues = queues
+        self.profile_dir = profile_dir  # set: workers sample their CPU by stack there
         self.log_level = log_level
         self.socket = workdir / "redis.sock"
         self.env = local_env(workdir, self.socket, {
@@ -121,9 +128,11 @@ class Cluster:
         self.procs["redis"] = self._spawn("redis", embedded_redis.command(
             self.workdir / "redis", self.socket))
         embedded_redis.wait_ready(self.socket, self.procs["redis"])
+        entry = ["celery"] if self.profile_dir is None else [
+            "bench.profiled_worker", str(self.profile_dir)]
         for i in range(self.layout.workers):
             self.procs[f"worker{i}"] = self._spawn(f"worker{i}", [
-                sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", "properties",
+                sys.executable, "-m", *entry, "-A", "worker", "worker", "-Q", self.queues,
                 "--pool", self.layout.pool, "--concurrency", str(self.layout.worker_concurrency),
                 "--hostname", f"bench{i}@%h", "--loglevel", self.log_level,
                 "--without-mingle", "--without-gossip"])
@@ -179,30 +188,39 @@ class Cluster:
 
 
 def crawl(cluster: Cluster, chain: Chain, roots: list[dict[str, Any]], timeout: float,
-          export: Path | None = None) -> RunResult:
+          export: Path | None = None,
+          settings: Mapping[str, Mapping[str, Any]] | None = None,
+          collections: Sequence[str] = ("properties",)) -> RunResult:
     """Launch one job per root and wait for all; every process's CPU over the crawl.
 
+    ``settings``: per-site settings of the launch (a server's ``base_url``).
     ``export`` receives the stored items as JSON lines afterwards (outside the window).
     """
     res = cluster.runtime
     roots_pids = {name: proc.pid for name, proc in cluster.procs.items()}
+    res.redis.ping()  # the snapshots' connection is open before the window
     with Watch(roots_pids) as watch:
         before, busy, started = watch.snapshot(), machine_busy_s(), time.monotonic()
+        redis_before = RedisSnapshot.take(res.redis)
         launch_cpu = time.thread_time()
-        jobs = [job.job_id for job in launch_many(chain, roots, runtime=res)]
+        jobs = [job.job_id for job in launch_many(chain, roots, runtime=res, settings=settings)]
         launch_cpu = time.thread_time() - launch_cpu
-        wait_finished(res, jobs, timeout)
+        polls = wait_finished(res, jobs, timeout)
+        redis_after = RedisSnapshot.take(res.redis)
         after, busy, window = watch.snapshot(), machine_busy_s() - busy, \
             time.monotonic() - started
         peak = watch.peak_rss_mb(n for n in roots_pids if n.startswith("worker"))
     cpu = cpu_between(before, after, roots_pids) + launch_cpu
     if export is not None:
         export_items(res, export)
+    # the launcher's polls are the benchmark's, not the crawl's: one HGET each
+    cost = RedisCost.between(redis_before, redis_after, own_commands=polls,
+                             own_round_trips=polls)
     return summarize(res, chain, jobs, cpu, peak, {
         "redis_cpu_s": round(cpu_between(before, after, ["redis"]), 3),
         "launch_cpu_s": round(launch_cpu, 4), "jobs": len(jobs),
         "window_s": round(window, 3), "window_busy_s": round(busy, 3),
-        "window_own_cpu_s": round(cpu, 3)})
+        "window_own_cpu_s": round(cpu, 3), "redis": asdict(cost)}, collections)
 
 
 def export_items(res: Runtime, path: Path) -> None:
@@ -211,28 +229,37 @@ def export_items(res: Runtime, path: Path) -> None:
             out.write(json.dumps(record["data"]) + "\n")
 
 
-def wait_finished(res: Runtime, jobs: list[str], timeout: float) -> None:
-    """Poll one unfinished job at a time (the poll's Redis CPU stays negligible)."""
+def wait_finished(res: Runtime, jobs: list[str], timeout: float) -> int:
+    """Poll one unfinished job at a time (the poll's Redis CPU stays negligible);
+    returns the number of polls (one HGET each)."""
     deadline = time.monotonic() + timeout
     left = list(jobs)
+    polls = 0
     while left:
+        polls += 1
         if res.ledger.state(left[0]) == "finished":
             left.pop(0)
             continue
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(left)} of {len(jobs)} jobs unfinished after {timeout}s")
         time.sleep(0.05)
+    return polls
 
 
 def summarize(res: Runtime, chain: Chain, jobs: list[str], cpu_s: float, peak: float,
-              extra: dict[str, Any]) -> RunResult:
-    """Pages are units done (every fetched and parsed page); failures are reported."""
+              extra: dict[str, Any], collections: Sequence[str] = ("properties",)
+              ) -> RunResult:
+    """Pages are units done (every fetched and parsed page); failures are reported, and
+    the requests the ledger counted (a failed page is a request too). Items: what the
+    store holds in ``collections`` (the cluster's store is fresh for every run)."""
     metas = [res.ledger.meta(j) for j in jobs]
     counts = [step for j in jobs for step in res.ledger.counts(j).values()]
     crawl_s = (max(float(m["finished_at"]) for m in metas)
                - min(float(m["created_at"]) for m in metas))
     failed = sum(c.get("failed", 0) for c in counts)
-    items = res.store.count("properties") if "detail" in chain.steps else 0
-    return RunResult("project", sum(c.get("done", 0) for c in counts), items, crawl_s, cpu_s,
-                     peak, {**extra, "failed": failed,
-                            "retried": sum(c.get("retried", 0) for c in counts)})
+    stored = {c: res.store.count(c) for c in collections}
+    return RunResult("project", sum(c.get("done", 0) for c in counts), sum(stored.values()),
+                     crawl_s, cpu_s, peak,
+                     {**extra, "failed": failed, "stored": stored,
+                      "requests": sum(c.get("requests", 0) for c in counts),
+                      "retried": sum(c.get("retried", 0) for c in counts)})

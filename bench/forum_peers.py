@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from bench.proctree import Watch
 from bench.properties import bench_dir
 from sandbox.forum.expected import ForumExpected, expected
 from sandbox.forum.site import ForumSite
@@ -87,17 +88,30 @@ class Outcome:
     peer: str
     bench: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    peak_rss_mb: float = 0.0  # sampled from outside: see ``run_peer``
 
 
 def run_peer(peer: str, base_url: str, workdir: Path, timeout: float) -> tuple[Path, Outcome]:
-    """Run one peer to its end (bounded by ``timeout``); its output file and figures."""
+    """Run one peer to its end (bounded by ``timeout``); its output file and figures.
+
+    Its peak RSS is sampled from outside (``proctree.Watch``, every 0.1 s), as the
+    project's workers' is: the peer's own ``ru_maxrss`` also holds this process's peak,
+    which Linux carries over into a child spawned with vfork when it execs."""
     out, log = workdir / f"{peer}.jsonl", workdir / f"{peer}.log"
     out.unlink(missing_ok=True)
     outcome = Outcome(peer)
+    cmd = command(peer, ensure_venv(peer), base_url, out)
     with log.open("wb") as sink:
-        proc = subprocess.run(command(peer, ensure_venv(peer), base_url, out), stdout=sink,
-                              stderr=subprocess.STDOUT, timeout=timeout, cwd=workdir,
-                              check=False)
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, cwd=workdir,
+                                stdin=subprocess.DEVNULL)
+        with Watch({peer: proc.pid}, interval=0.1) as watch:
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+                raise
+        outcome.peak_rss_mb = watch.peak_rss_mb([peer])
     lines = [ln for ln in log.read_text(errors="replace").splitlines()
              if ln.startswith("BENCH ")]
     if lines:
@@ -169,14 +183,31 @@ def sandbox(world: ForumWorld) -> Iterator[SandboxServer]:
         server.server_close()
 
 
+@dataclass(frozen=True)
+class FastServer:
+    """The forum's fast server we started: its base URL and its process."""
+
+    url: str
+    proc: subprocess.Popen[str]
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+
 @contextmanager
-def fast_server(shape: str, seed: int, lifetime: float) -> Iterator[str]:
+def fast_server(shape: str, seed: int, lifetime: float) -> Iterator[FastServer]:
+    """``sandbox.forum.fast_server`` on a free port, up once it prints its URL; it exits
+    by itself after ``lifetime`` seconds if we do not stop it first."""
     proc = subprocess.Popen([sys.executable, "-m", "sandbox.forum.fast_server", "--port", "0",
                              "--shape", shape, "--seed", str(seed),
                              "--max-seconds", str(lifetime)], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
-        yield proc.stdout.readline().strip()
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError(f"the forum's fast server did not start (exit {proc.wait()})")
+        yield FastServer(url, proc)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -190,9 +221,9 @@ def check_peers(peers: list[str], shape: str, seed: int, server: str,
     workdir.mkdir(parents=True, exist_ok=True)
     outcomes = []
     if server == "fast":
-        with fast_server(shape, seed, timeout * len(peers) + 60) as base_url:
+        with fast_server(shape, seed, timeout * len(peers) + 60) as served:
             for peer in peers:
-                out, outcome = run_peer(peer, base_url, workdir, timeout)
+                out, outcome = run_peer(peer, served.url, workdir, timeout)
                 outcome.problems += check_records(out, truth)
                 outcomes.append(outcome)
         return outcomes

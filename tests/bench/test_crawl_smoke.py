@@ -32,7 +32,8 @@ def test_quick_bench_measures_both_crawlers_on_the_same_items(
     result = json.loads(capsys.readouterr().out.splitlines()[-1])
 
     figures = {"pages_per_cpu_s", "pages_per_s", "latency_efficiency_c16",
-               "latency_efficiency_c64", "peak_rss_mb"}
+               "latency_efficiency_c64", "latency_bound_c16", "latency_bound_c64",
+               "latency_vs_bound_c16", "latency_vs_bound_c64", "peak_rss_mb"}
     for crawler in ("project", "scrapy"):
         assert figures == result[crawler].keys()
         assert all(isinstance(v, float) and v > 0 for v in result[crawler].values())
@@ -44,3 +45,6 @@ def test_quick_bench_measures_both_crawlers_on_the_same_items(
     assert {r["pages"] for r in throughput} == {620}  # 600 details + 20 index pages
     latency = [r for r in result["runs"] if r["test"].startswith("latency")]
     assert {r["pages"] for r in latency} == {100}  # every index page of the 3,000 site, once
+    # 100 pages in waves of 16 take 7 waves (112 slots); in waves of 64, two (128)
+    assert result["project"]["latency_bound_c16"] == round(100 / 112, 4)
+    assert result["project"]["latency_bound_c64"] == round(100 / 128, 4)
