@@ -1,10 +1,11 @@
-"""The bounded HTTP fetch every task uses, directly on urllib3's connection pools.
+"""The bounded HTTP fetch every task uses, on ``fetch_transport``'s kept-alive
+connections.
 
 Bounds: connect and read timeouts; a wall-clock deadline over the whole fetch,
 headers and redirects included (every socket obeys ``fetch_transport.Deadline``,
 so a server dripping a byte a second cannot stretch it); a cap on decoded body
-bytes (urllib3 >= 2.7 decodes in bounded steps, so a gzip, deflate, brotli or
-nested-encoding bomb stops at the cap); a refusal of unwanted content types
+bytes (urllib3's decoders, >= 2.7, decode in bounded steps, so a gzip, deflate,
+brotli or nested-encoding bomb stops at the cap); a refusal of unwanted content types
 after the headers, before any body byte is read; redirects followed by hand
 with a hop cap, a scheme check, the job's allowed domains (``OffSite``) and,
 with a ``UrlGuard``, the SSRF check on every hop; ``Authorization`` and
@@ -24,17 +25,18 @@ log line or the ledger, and a cause whose text held one is not chained.
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import http.client
 import re
 import time
+import zlib
 from dataclasses import replace
-from http.client import HTTPException
-from typing import NoReturn, cast
+from typing import NoReturn
 from urllib.parse import SplitResult, unquote, urlsplit
 
-import urllib3.exceptions
-from urllib3 import HTTPResponse, Timeout
-from urllib3.util import Retry, make_headers
+import brotli
+from urllib3.response import ContentDecoder, _get_decoder
 from urllib3.util.request import ACCEPT_ENCODING
 
 from config import FetchSettings
@@ -47,7 +49,7 @@ from exceptions import (
     ResponseRejected,
     UnsafeURL,
 )
-from external_interface.fetch_transport import Deadline, Transport
+from external_interface.fetch_transport import Deadline, Exchange, Route, Transport
 from external_interface.http import (
     Request,
     Response,
@@ -65,7 +67,11 @@ CHUNK = 64 * 1024
 DEFAULT_HEADERS = {"Accept": "*/*", "Accept-Encoding": ACCEPT_ENCODING.replace(",", ", ")}
 _ORIGIN_HEADERS = frozenset({"authorization", "proxy-authorization"})
 _BODY_HEADERS = frozenset({"content-length", "content-type", "transfer-encoding"})
-_NETWORK_ERRORS = (urllib3.exceptions.HTTPError, HTTPException, OSError)
+_NETWORK_ERRORS = (http.client.HTTPException, OSError)
+_PORTS = {"http": 80, "https": 443}
+# Content-Encodings decoded (in bounded steps: a bomb stops at the cap); others are kept
+_DECODED = frozenset({"gzip", "x-gzip", "deflate", "br"})
+_DECODE_ERRORS = (zlib.error, brotli.error, OSError)
 _TUNNEL_407 = re.compile(r"Tunnel connection failed: 407\b")  # http.client's message
 
 
@@ -79,9 +85,7 @@ class Fetcher:
     def __init__(self, settings: FetchSettings, guard: UrlGuard | None = None) -> None:
         self.settings = settings
         self.guard = guard
-        self.transport = Transport(guard)
-        self._timeout = Timeout(connect=settings.connect_timeout_s, read=settings.read_timeout_s)
-        self._no_retries = Retry.from_int(False, redirect=False)  # built once, not per request
+        self.transport = Transport(guard, settings.connect_timeout_s, settings.read_timeout_s)
 
     def fetch(self, request: Request, allowed: AllowedDomains | None = None) -> Response:
         """Fetch, following redirects; raise the classified error for a bad outcome.
@@ -105,14 +109,14 @@ class Fetcher:
             url = hop.full_url
             if allowed and not allowed.allows_url(url):
                 raise OffSite(_offsite(url, allowed, redirected=hops > 0), url=redact_url(url))
-            raw = self._send(hop, url, deadline)
-            location = raw.headers.get("location")
-            if raw.status not in REDIRECTS or location is None:
-                return self._read(raw, url, hop.accept_types, deadline)
+            sent = self._send(hop, url, deadline)
+            location = sent.headers.get("location")
+            if sent.status not in REDIRECTS or location is None:
+                return self._read(sent, url, hop.accept_types, deadline)
             try:
-                hop = _next_hop(hop, url, raw.status, location)
+                hop = _next_hop(hop, url, sent.status, location)
             finally:
-                _release(raw)
+                sent.release()  # a redirect's body unread: its connection is closed
         raise ResponseRejected(f"more than {self.settings.max_redirects} redirects",
                                url=redact_url(request.url))
 
@@ -128,48 +132,66 @@ class Fetcher:
             self.guard.check_url(url, resolve=hop.proxy is not None)
         return parts
 
-    def _send(self, hop: Request, url: str, deadline: Deadline) -> HTTPResponse:
+    def _send(self, hop: Request, url: str, deadline: Deadline) -> Exchange:
         """Route and build (a bad request is a ``ClientError``), then send within the time left."""
         parts = self._check_url(hop, url)
         if deadline.left() <= 0:
             raise NetworkError("fetch deadline passed before the request", url=redact_url(url))
         try:
             scheme = parts.scheme.lower()
-            pool = self.transport.pool(scheme, parts.hostname or "", parts.port, hop.proxy)
-            target = _target(parts, scheme, absolute=hop.proxy is not None and scheme == "http")
+            route = Route(scheme, parts.hostname or "", parts.port or _PORTS[scheme], hop.proxy)
+            absolute = hop.proxy is not None and scheme == "http"
+            target = _target(parts, scheme, absolute)
             headers = _headers(hop, parts)
+            if absolute and hop.proxy is not None:
+                headers.update(self.transport.proxy(hop.proxy).headers)
         except ValueError as exc:  # a bad port, host, proxy URL or credential
             _raise(ClientError, "request cannot be built", exc, url)
         try:
-            return cast(HTTPResponse, pool.urlopen(
-                hop.method, target, body=hop.data, headers=headers, retries=self._no_retries,
-                redirect=False, assert_same_host=False, timeout=self._timeout,
-                preload_content=False, decode_content=True, release_conn=False))
+            sent = self.transport.send(route, hop.method, target, headers, hop.data)
         except UnsafeURL as exc:
             raise UnsafeURL(str(exc), url=redact_url(url)) from None
-        except urllib3.exceptions.InvalidHeader as exc:
-            _raise(ResponseRejected, "response headers are invalid", exc, url)
         except ValueError as exc:  # a header or URL http.client refuses to send
             _raise(ClientError, "request cannot be sent", exc, url)
-        except urllib3.exceptions.ProxyError as exc:
+        except OSError as exc:
             if _TUNNEL_407.search(str(exc)):  # an https CONNECT the proxy refused
                 _raise(ProxyRefused, "proxy refused the tunnel", exc, url, 407)
-            _raise(NetworkError, "proxy failed", exc, url)
-        except _NETWORK_ERRORS as exc:
             what = "fetch deadline passed" if deadline.passed else "request failed"
             _raise(NetworkError, what, exc, url)
+        except http.client.InvalidURL as exc:  # a URL http.client refuses to send
+            _raise(ClientError, "request cannot be sent", exc, url)
+        except http.client.HTTPException as exc:
+            what = "fetch deadline passed" if deadline.passed else "response is broken"
+            _raise(NetworkError, what, exc, url)
+        problem = _invalid_head(sent)
+        if problem:
+            sent.release()
+            raise ResponseRejected(f"response headers are invalid: {problem}",
+                                   url=redact_url(url), status=sent.status)
+        return sent
 
-    def _read(self, raw: HTTPResponse, url: str, accept: tuple[str, ...],
+    def _read(self, sent: Exchange, url: str, accept: tuple[str, ...],
               deadline: Deadline) -> Response:
         try:
-            if 200 <= raw.status < 300:
-                _check_type(raw, url, accept)
-            body = _read_capped(raw, url, self.settings.max_body_bytes, deadline)
+            if 200 <= sent.status < 300:
+                _check_type(sent, url, accept)
+            body = _read_capped(sent, url, self.settings.max_body_bytes, deadline)
         finally:
-            _release(raw)
-        return Response(url, raw.status, dict(raw.headers.itermerged()), body,
-                        header_charset(raw.headers.get("content-type")),
+            sent.release()
+        return Response(url, sent.status, sent.headers, body,
+                        header_charset(sent.headers.get("content-type")),
                         time.monotonic() - deadline.started)
+
+
+def _invalid_head(sent: Exchange) -> str | None:
+    """Why the response's head cannot be trusted (lines that are not headers, lengths that
+    disagree: a request smuggling trick), or None."""
+    if sent.defects:
+        return repr(sent.defects[0])
+    lengths = {value.strip() for value in sent.headers.getlist("content-length")}
+    if len(lengths) > 1:
+        return f"conflicting Content-Length values {sorted(lengths)}"
+    return None
 
 
 def _offsite(url: str, allowed: AllowedDomains, redirected: bool) -> str:
@@ -194,17 +216,9 @@ def _headers(hop: Request, parts: SplitResult) -> dict[str, str]:
         headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in hop.cookies.items())
     if "@" in parts.netloc and "authorization" not in names and (parts.username or parts.password):
         credentials = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
-        headers["Authorization"] = make_headers(basic_auth=credentials)["authorization"]
+        token = base64.b64encode(credentials.encode("latin-1")).decode()
+        headers["Authorization"] = f"Basic {token}"
     return headers
-
-
-def _release(raw: HTTPResponse) -> None:
-    """Give the connection back to its pool, closed unless the body was read to its end
-    (urllib3 has then put it back, kept alive). A redirect's is closed, body unread: the
-    next hop may come before a server that closes after a redirect has said so."""
-    if raw.connection is not None:
-        raw.close()
-        raw.release_conn()
 
 
 def _raise(kind: type[CrawlError], what: str, exc: BaseException, url: str,
@@ -245,44 +259,87 @@ def _origin(parts: SplitResult) -> tuple[str, str, int | None]:
     return parts.scheme, parts.hostname or "", parts.port
 
 
-def _check_type(raw: HTTPResponse, url: str, accept: tuple[str, ...]) -> None:
+def _check_type(sent: Exchange, url: str, accept: tuple[str, ...]) -> None:
     """Refuse a declared media type the step cannot use, before reading the body."""
     if not accept:
         return
-    declared = raw.headers.get("content-type", "").split(";")[0].strip().lower()
+    declared = (sent.headers.get("content-type") or "").split(";")[0].strip().lower()
     if not declared or any(media_type_matches(declared, a) for a in accept):
         return
     raise ResponseRejected(
         f"content type {declared!r} is not accepted (accepts {', '.join(accept)}): "
         "refused unread; add it to the request's accept_types to fetch it",
-        url=redact_url(url), status=raw.status)
+        url=redact_url(url), status=sent.status)
 
 
-def _read_capped(raw: HTTPResponse, url: str, cap: int, deadline: Deadline) -> bytes:
-    """Read the decoded body, stopping at ``cap`` bytes (the sockets stop at the deadline)."""
-    declared = raw.headers.get("content-length", "")
-    if declared.isdigit() and "content-encoding" not in raw.headers and int(declared) > cap:
+def _read_capped(sent: Exchange, url: str, cap: int, deadline: Deadline) -> bytes:
+    """Read the decoded body, stopping at ``cap`` bytes (the sockets stop at the deadline):
+    each received chunk is decoded in steps of at most what the cap still allows, so a
+    decompression bomb stops at the cap, not in memory."""
+    declared = sent.headers.get("content-length") or ""
+    encoding = (sent.headers.get("content-encoding") or "").strip().lower()
+    decoder = _decoder(encoding)
+    if declared.isdigit() and not encoding and int(declared) > cap:
         raise ResponseRejected(f"Content-Length {declared} exceeds the cap of {cap} bytes",
-                               url=redact_url(url), status=raw.status)
-    identity = "content-encoding" not in raw.headers
+                               url=redact_url(url), status=sent.status)
     chunks: list[bytes] = []
     size = 0
     try:
-        while chunk := raw.read1(min(CHUNK, cap + 1 - size), decode_content=True):
-            chunks.append(chunk)
-            size += len(chunk)
+        while raw := sent.read1(CHUNK):
+            if decoder is None:
+                chunks.append(raw)
+                size += len(raw)
+            else:
+                size = _decode_into(chunks, size, decoder, raw, cap, url, sent.status)
             if size > cap:
                 raise ResponseRejected(f"body exceeds the cap of {cap} decoded bytes",
-                                       url=redact_url(url), status=raw.status)
-            if identity and raw.length_remaining == 0:
-                break  # all declared bytes are here and nothing is left to decode
-    except urllib3.exceptions.DecodeError as exc:
-        _raise(ResponseRejected, "body does not decode as its Content-Encoding says",
-               exc, url, raw.status)
+                                       url=redact_url(url), status=sent.status)
+        if sent.length_remaining:
+            raise http.client.IncompleteRead(b"", sent.length_remaining)
+        if decoder is not None:
+            size = _decode_into(chunks, size, decoder, None, cap, url, sent.status)
+            if size > cap:
+                raise ResponseRejected(f"body exceeds the cap of {cap} decoded bytes",
+                                       url=redact_url(url), status=sent.status)
     except (*_NETWORK_ERRORS, ValueError) as exc:
         what = "fetch deadline passed" if deadline.passed else "body broken off"
         _raise(NetworkError, what, exc, url)
     return b"".join(chunks)
+
+
+def _decoder(encoding: str) -> ContentDecoder | None:
+    """A decoder for the encodings decoded (urllib3's, which decode in bounded steps);
+    None for identity, or an encoding none of whose parts is known (kept as sent)."""
+    if not encoding or encoding == "identity":
+        return None
+    parts = [part.strip() for part in encoding.split(",")]
+    if not any(part in _DECODED for part in parts):
+        return None
+    return _get_decoder(encoding)
+
+
+def _decode_into(chunks: list[bytes], size: int, decoder: ContentDecoder, raw: bytes | None,
+                 cap: int, url: str, status: int) -> int:
+    """Decode ``raw`` (None: flush) into ``chunks``, no more than ``cap`` + 1 bytes in all;
+    returns the new size. A body that is not what its Content-Encoding says is refused."""
+    try:
+        if raw is None:
+            out = decoder.flush()
+            chunks.append(out)
+            return size + len(out)
+        out = decoder.decompress(raw, max_length=cap + 1 - size)
+        chunks.append(out)
+        size += len(out)
+        while decoder.has_unconsumed_tail and size <= cap:
+            out = decoder.decompress(b"", max_length=cap + 1 - size)
+            if not out:
+                break
+            chunks.append(out)
+            size += len(out)
+        return size
+    except _DECODE_ERRORS as exc:
+        _raise(ResponseRejected, "body does not decode as its Content-Encoding says",
+               exc, url, status)
 
 
 def raise_for_status(response: Response) -> None:

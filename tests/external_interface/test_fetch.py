@@ -189,6 +189,16 @@ def test_no_cookie_outlives_its_fetch(wire: RawServer) -> None:
     assert not any(b"sid=new" in head for head in wire.heads)
 
 
+def test_a_body_is_sent_with_its_length_and_an_empty_post_with_zero(wire: RawServer) -> None:
+    fetcher = Fetcher(FetchSettings())
+    fetcher.fetch(Request(f"{wire.base}/page", method="POST", data=b"a=1&b=2"))
+    fetcher.fetch(Request(f"{wire.base}/page", method="POST"))
+    fetcher.fetch(Request(f"{wire.base}/page"))
+    assert b"\r\nContent-Length: 7\r\n" in wire.heads[0]
+    assert b"\r\nContent-Length: 0\r\n" in wire.heads[1]
+    assert b"Content-Length" not in wire.heads[2]
+
+
 def test_see_other_turns_a_post_into_a_get_without_its_body(wire: RawServer) -> None:
     Fetcher(FetchSettings()).fetch(Request(
         f"{wire.base}/see-other", method="POST", data=b"a=1",

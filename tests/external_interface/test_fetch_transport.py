@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from external_interface.fetch_transport import (
-    MAX_POOLS,
-    PROXY_MANAGERS,
+    MAX_ROUTES,
     Deadline,
     DeadlineSocket,
     DeadlineSSLSocket,
+    Proxy,
+    Route,
     TlsContext,
     Transport,
-    proxy_manager,
 )
 
 
@@ -114,46 +114,103 @@ def test_a_tls_socket_made_by_the_fetchers_context_obeys_the_deadline(
         listener.close()
 
 
-# -- proxies and pools -------------------------------------------------------------------
+# -- proxies and connections ---------------------------------------------------------
 def test_proxy_credentials_become_the_proxy_authorization_header_only() -> None:
-    manager = proxy_manager("http://us%40er:p%3Aw@127.0.0.1:3128", TlsContext())
-    assert manager.proxy is not None and manager.proxy.url == "http://127.0.0.1:3128"
-    assert manager.proxy_headers == {"Proxy-Authorization": "Basic dXNAZXI6cDp3"}  # us@er:p:w
+    proxy = Proxy.parse("http://us%40er:p%3Aw@127.0.0.1:3128")
+    assert (proxy.scheme, proxy.host, proxy.port) == ("http", "127.0.0.1", 3128)
+    assert proxy.headers == {"Proxy-Authorization": "Basic dXNAZXI6cDp3"}  # us@er:p:w
 
 
 @pytest.mark.parametrize("proxy", ["socks5://u:pw@127.0.0.1:1080", "127.0.0.1:3128",
                                    "http://u:pw@:3128", "http://u:pw@127.0.0.1:port"])
 def test_a_proxy_url_that_is_not_http_or_malformed_is_a_value_error(proxy: str) -> None:
     with pytest.raises(ValueError) as caught:
-        proxy_manager(proxy, TlsContext())
+        Proxy.parse(proxy)
     assert "pw" not in str(caught.value)
 
 
-def test_past_the_proxy_limit_the_oldest_proxys_pools_are_closed() -> None:
+@pytest.fixture
+def http_server() -> Iterator[tuple[str, int, list[int]]]:
+    """A keep-alive server answering 200 "ok"; the list counts its accepted connections."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[int] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            accepted.append(1)
+            threading.Thread(target=answer, args=(conn,), daemon=True).start()
+
+    def answer(conn: socket.socket) -> None:
+        with conn, conn.makefile("rb") as reader:
+            while True:
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    line = reader.readline()
+                    if not line:
+                        return
+                    head += line
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield "127.0.0.1", listener.getsockname()[1], accepted
+    stop.set()
+    thread.join(timeout=5)
+    listener.close()
+
+
+def exchange(transport: Transport, route: Route) -> bytes:
+    sent = transport.send(route, "GET", "/", {"Host": "x"}, None)
+    body = sent.read1(100)
+    sent.release()
+    return body
+
+
+def test_a_route_reuses_its_kept_alive_connection(
+        http_server: tuple[str, int, list[int]]) -> None:
+    host, port, accepted = http_server
+    transport, route = Transport(), Route("http", host, port)
+    assert [exchange(transport, route) for _ in range(5)] == [b"ok"] * 5
+    assert len(accepted) == 1
+
+
+def test_an_idle_connection_the_server_closed_is_replaced_once(
+        http_server: tuple[str, int, list[int]]) -> None:
+    host, port, accepted = http_server
+    transport, route = Transport(), Route("http", host, port)
+    exchange(transport, route)
+    for idle in transport._idle[route]:
+        idle.sock.shutdown(socket.SHUT_RDWR)  # as a server closing it would leave it
+    assert exchange(transport, route) == b"ok"
+    assert len(accepted) == 2
+
+
+def test_past_the_route_limit_the_oldest_routes_connections_are_closed(
+        http_server: tuple[str, int, list[int]]) -> None:
+    host, port, _ = http_server
     transport = Transport()
-    proxies = [f"http://127.0.0.1:{10_000 + i}" for i in range(PROXY_MANAGERS + 1)]
-    first = transport.pool("https", "example.com", 443, proxies[0])
-    for proxy in proxies[1:]:
-        transport.pool("https", "example.com", 443, proxy)
-    assert first.pool is None  # closed
-    again = transport.pool("https", "example.com", 443, proxies[0])
-    assert again is not first and again.pool is not None
+    first = Route("http", host, port, None)
+    exchange(transport, first)
+    [kept] = transport._idle[first]
+    for i in range(MAX_ROUTES):
+        transport.keep(Route("http", f"host-{i}.example", 80), Transport()._new("http", "x", 1))
+    assert first not in transport._idle and kept.sock is None  # closed
 
 
-def test_past_the_pool_limit_the_oldest_direct_pool_is_closed() -> None:
-    transport = Transport()
-    first = transport.pool("http", "host-0.example", 80)
-    for i in range(1, MAX_POOLS + 1):
-        transport.pool("http", f"host-{i}.example", 80)
-    assert first.pool is None
-    assert transport.pool("http", "host-0.example", 80).pool is not None
-
-
-def test_pools_are_kept_per_process() -> None:
-    transport = Transport()
-    pool = transport.pool("http", "example.com", 80)
+def test_connections_are_kept_per_process(http_server: tuple[str, int, list[int]]) -> None:
+    host, port, _ = http_server
+    transport, route = Transport(), Route("http", host, port)
+    exchange(transport, route)
+    [parents] = transport._idle[route]
     child = os.fork()
-    if child == 0:  # the child: its own pool, never the parent's sockets
-        os._exit(0 if transport.pool("http", "example.com", 80) is not pool else 1)
+    if child == 0:  # the child: its own connection, never the parent's socket
+        connection, reused = transport._connection(route)
+        os._exit(0 if not reused and connection is not parents else 1)
     assert os.waitstatus_to_exitcode(os.waitpid(child, 0)[1]) == 0
-    assert transport.pool("http", "example.com", 80) is pool
+    assert transport._connection(route) == (parents, True)
