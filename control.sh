@@ -9,8 +9,9 @@
 #   ./control.sh start|stop|restart|status [redis|sandbox|worker|beat|flower|exporter|all]
 #                      [--queues q1,q2] [--concurrency N] [--name NAME]
 #                      (stop lets running units finish: TASK_TIME_LIMIT_S + STOP_MARGIN_S)
-#   ./control.sh launch|try|shell|new-site|export|monitor ...   the crawlchain command's
-#                      (python -m chains VERB --help); e.g. ./control.sh monitor --once --json
+#   ./control.sh launch|try|shell|new-site|export|monitor|jobs|wait|pause|resume|cancel|retry ...
+#                      the crawlchain command's (python -m chains VERB --help);
+#                      e.g. ./control.sh monitor --once --json
 #   ./control.sh monitor [--once] [--json] [--interval S]
 #   ./control.sh logs [component]
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv|json|parquet] [--out FILE]
@@ -403,7 +404,8 @@ main() {
     restart) cmd_stop "$@"; cmd_start "$@" ;;
     status) cmd_status ;;
     logs) cmd_logs "$@" ;;
-    launch|try|shell|new-site|export|monitor) cmd_setup; "$PY" -m chains "$verb" "$@" ;;
+    launch|try|shell|new-site|export|monitor|jobs|wait|pause|resume|cancel|retry)
+      cmd_setup; "$PY" -m chains "$verb" "$@" ;;
     bench) cmd_setup; cmd_bench "$@" ;;
     faults) cmd_setup; "$PY" -m bench.faults "$@" ;;
     *) usage; [[ -z "$verb" ]] || exit 2 ;;

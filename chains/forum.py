@@ -1,6 +1,7 @@
-"""The forum's chain: boards -> board pages -> threads -> their authors and reactions."""
+"""The forum's chain: boards -> board pages -> threads -> authors, reactions; and its recrawl."""
 
 from chains.runtime.model import Chain, Link, Step
+from external_interface.dedup import RecrawlPolicy
 
 forum = Chain(
     name="forum", start="boards",
@@ -13,3 +14,9 @@ forum = Chain(
            Link(src="board", records="threads", dst="thread", map={"url": "url"}),
            Link(src="thread", records="posts", dst="user", map={"author_id": "author_id"}),
            Link(src="thread", records="posts", dst="reactions", map={"post_id": "post_id"})])
+
+DAY = 86_400
+forum_recrawl = forum.recrawling(
+    "forum_recrawl", boards=RecrawlPolicy(volatile=True), thread=RecrawlPolicy(volatile=True),
+    board=RecrawlPolicy(ttl_s=DAY, first_page_volatile=True, last_page_volatile=True),
+    user=RecrawlPolicy(ttl_s=DAY), reactions=RecrawlPolicy(ttl_s=DAY, last_page_volatile=True))

@@ -14,6 +14,12 @@ def job(job_id: str, part: str) -> str:
     return f"{PREFIX}:job:{{{job_id}}}:{part}"
 
 
+def tree(chain: str) -> str:
+    """What each unit of a chain spawned at its last fetch (hash: unit id -> children),
+    kept across jobs so a recrawl that skips a fresh unit still reaches its children."""
+    return f"{PREFIX}:tree:{{{chain}}}"
+
+
 JOB_INDEX = f"{PREFIX}:jobs"  # sorted set: job id -> creation time
 REVIVER_LOCK = f"{PREFIX}:reviver:lock"  # held by the one worker sweeping for lost units
 

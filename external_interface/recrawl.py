@@ -25,10 +25,13 @@ def request_key(request: Request) -> bytes:
     return request_fingerprint(request.method, request.full_url, request.data or b"")
 
 
-def items_hash(items: Sequence[Item]) -> int:
-    """Content hash of what a page yielded, independent of markup noise and item order."""
+def items_hash(items: Sequence[Item], leads: object = None) -> int:
+    """Content hash of what a page yielded, independent of markup noise and item order:
+    its items and what it leads to (``leads``: its follow records and next page, as
+    JSON), so a list whose rows or links changed reads as changed."""
     rows = sorted((i.collection, i.item_key(), i.model_dump_json()) for i in items)
-    return content_hash(json.dumps(rows, separators=(",", ":")))
+    return content_hash(json.dumps([rows, leads], separators=(",", ":"), sort_keys=True,
+                                   default=str))
 
 
 @dataclass
@@ -40,9 +43,9 @@ class Recrawl:
     skip: bool
     digest: int | None = None
 
-    def unchanged(self, store: DedupStore, items: Sequence[Item]) -> bool:
+    def unchanged(self, store: DedupStore, items: Sequence[Item], leads: object = None) -> bool:
         """True when the page was seen before with the same content: not stored again."""
-        self.digest = items_hash(items)
+        self.digest = items_hash(items, leads)
         return self.seen is not None and not store.changed(self.key, self.digest)
 
 

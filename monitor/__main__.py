@@ -13,12 +13,18 @@ import argparse
 import contextlib
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from monitor.alerts import Watcher, notifier_for, rules_arguments, rules_from
 from monitor.dashboard import Dashboard, live, render_text
 from monitor.snapshot import snapshot
+
+if TYPE_CHECKING:
+    from redis import Redis
+
+    from config import Settings
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -38,20 +44,34 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
-    from chains.runtime.context import state_redis
+    from chains.runtime.context import StateUnavailable, state_for_reading
     from config import get_settings
-    from worker import make_app
 
     settings = get_settings()
-    client, app = state_redis(settings.state.redis_url), make_app(settings)
+    try:
+        with state_for_reading(settings.state.redis_url) as (client, stopped):
+            return show(args, settings, client, stopped)
+    except StateUnavailable as exc:
+        print(f"monitor: {exc}", file=sys.stderr)
+        return 1
+
+
+def show(args: argparse.Namespace, settings: Settings, client: Redis,
+         stopped: str | None) -> int:
+    """Draw or print the snapshot; with the cluster ``stopped``, its jobs only."""
+    from worker import make_app
+
+    app = None if stopped else make_app(settings)
+    if stopped:
+        print(f"monitor: {stopped}", file=sys.stderr)
 
     def take() -> dict[str, object]:
         return snapshot(client, app, job_limit=args.jobs, inspect_timeout=args.inspect_timeout,
-                        queues=args.queue)
+                        queues=args.queue, stopped=stopped)
 
     if args.json:
         print(json.dumps(take(), default=str))
-    elif args.once:
+    elif args.once or stopped:
         console = Console()
         print(render_text(Dashboard(), take(), console.width if console.is_terminal else 160))
     else:

@@ -99,7 +99,8 @@ def jobs_table(views: list[dict[str, Any]], rates: dict[str, float | None]) -> T
 
 
 def _state(state: str) -> Text:
-    colour = {"running": "cyan", "finished": "green", "cancelled": "yellow"}.get(state, "red")
+    colour = {"running": "cyan", "paused": "magenta", "finished": "green",
+              "finished_with_failures": "red", "cancelled": "yellow"}.get(state, "red")
     return Text(state, style=colour)
 
 
@@ -109,12 +110,12 @@ def reasons_table(views: list[dict[str, Any]], per_job: int = 3) -> Table | None
     if not rows:
         return None
     table = Table(title="error reasons", title_justify="left")
-    for name in ("job", "count", "reason", "example"):
+    for name in ("job", "count", "step", "reason", "example"):
         table.add_column(name, justify="right" if name == "count" else "left")
     for job_id, group in rows:
         example = group["examples"][0] if group["examples"] else {}
-        table.add_row(job_id, str(group["count"]), redact_text(group["reason"]),
-                      redact_text(f"{example.get('step', '')} {example.get('params', '')}"))
+        table.add_row(job_id, str(group["count"]), group["step"], redact_text(group["reason"]),
+                      redact_text(example.get("url") or str(example.get("params", ""))))
     return table
 
 

@@ -44,15 +44,19 @@ def politeness(client: redis.Redis) -> dict[str, dict[str, Any]]:
 SECTIONS: Mapping[str, Section] = {"sites": politeness, "pools": nothing_yet}
 
 
-def snapshot(client: redis.Redis, app: Celery, *, job_limit: int = 20,
+def snapshot(client: redis.Redis, app: Celery | None, *, job_limit: int = 20,
              inspect_timeout: float = 1.0, sections: Mapping[str, Section] = SECTIONS,
-             queues: Iterable[str] = ()) -> dict[str, Any]:
-    """Everything at once; ``inspect_timeout`` bounds the wait for workers' replies."""
+             queues: Iterable[str] = (), stopped: str | None = None) -> dict[str, Any]:
+    """Everything at once; ``inspect_timeout`` bounds the wait for workers' replies.
+
+    Without ``app`` (the cluster is ``stopped``: the line says how it was read) there
+    are no workers or queues to ask: the jobs are what the state store last held."""
     return {
         "taken_at": time.time(),
+        "stopped": stopped,
         "jobs": jobs(client, job_limit),
-        "workers": workers(app, inspect_timeout),
-        "queues": queue_depths(app, queues),
+        "workers": workers(app, inspect_timeout) if app is not None else {},
+        "queues": queue_depths(app, queues) if app is not None else {},
         **{name: section(client) for name, section in sections.items()},
     }
 

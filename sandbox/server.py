@@ -64,6 +64,7 @@ class Faults:
     garbage_first: int = 0  # ...or a 200 maintenance page this many times (looks like success)
     retry_after: int | None = None  # sent with those 503s when set
     missing_users: frozenset[str] = frozenset()  # these profiles answer 404
+    missing_statuses: frozenset[str] = frozenset()  # these users' status lists answer 404
     slow_users: frozenset[str] = frozenset()  # these profiles answer after ``slow_s``
     slow_s: float = 3.0
     latency_s: float = 0.0  # every reply waits this long: a crawl spreads over time
@@ -185,6 +186,8 @@ class Site:
         return 200, "text/html; charset=utf-8", body.encode()
 
     def statuses(self, query: dict[str, str], uid: str) -> Reply:
+        if uid in self.faults.missing_statuses:
+            raise KeyError(uid)
         entries = self.world.statuses[uid]
         return _cursor_page(query, entries, self.world.shape.statuses_page_size, "statuses",
                             lambda s: {"id": s.id, "article_id": s.article_id, "kind": s.kind})

@@ -94,6 +94,20 @@ def test_demo_json_ends_with_the_summary_and_leaves_no_process(env: dict[str, st
     assert isinstance(summary["elapsed_s"], float)
     assert not list((home / "run").glob("*.pid"))
     assert processes_of(home) == []
+    # with everything stopped, the monitor and the job list read the stopped store
+    monitor = control(env, "monitor", "--once", "--json", timeout=120)
+    assert monitor.returncode == 0 and "Traceback" not in monitor.stderr, monitor.stderr
+    assert "stopped" in monitor.stderr
+    [job] = [j for j in json.loads(monitor.stdout.strip().splitlines()[-1])["jobs"]
+             if j["job_id"] == summary["job_id"]]
+    assert job["state"] == "finished" and job["totals"] == summary["totals"]
+    listed = control(env, "jobs", "--json", timeout=120)
+    assert listed.returncode == 0 and "Traceback" not in listed.stderr, listed.stderr
+    [row] = [r for r in json.loads(listed.stdout.strip().splitlines()[-1])
+             if r["job_id"] == summary["job_id"]]
+    assert (row["chain"], row["state"], row["items"]) == ("demo", "finished",
+                                                          summary["totals"]["items"])
+    assert processes_of(home) == []  # the copy it read was stopped again
 
 
 def processes_of(home: Path) -> list[psutil.Process]:

@@ -110,6 +110,25 @@ def scratch_server(given: str | None = None, prefix: str = "crawlchain-") -> Ite
             proc.wait(timeout=60)
 
 
+@contextmanager
+def stopped_copy(data_dir: Path) -> Iterator[str]:
+    """The socket of a private server over a copy of a stopped embedded Redis's files
+    (``data_dir`` holds its ``appendonlydir``), stopped and deleted on exit: what the
+    cluster last held can be read without starting, or writing to, the real one."""
+    files = data_dir / "appendonlydir"
+    if not files.is_dir():
+        raise FileNotFoundError(f"{data_dir} holds no append-only files to read")
+    with tempfile.TemporaryDirectory(prefix="crawlchain-stopped-") as workdir:
+        shutil.copytree(files, Path(workdir) / "appendonlydir")
+        socket = Path(workdir) / "redis.sock"
+        proc = start(Path(workdir), socket)
+        try:
+            yield str(socket)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=60)
+
+
 def wait_ready(socket: Path, proc: subprocess.Popen[bytes] | None = None,
                timeout: float = 10.0) -> None:
     """Block until ``PING`` answers on ``socket``; raise if the server died or never came."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ from redis.retry import Retry
 
 from chains.runtime.dispatch import Dispatch
 from chains.runtime.ledger import Ledger
-from config import Settings
+from config import Settings, embedded_socket
 from external_interface.dedup import DedupStore
 from external_interface.dedup.factory import dedup_from_settings
 from external_interface.fetch import Fetcher
@@ -31,6 +32,8 @@ from external_interface.providers.bundle import Providers
 from external_interface.storage import ItemStore
 from external_interface.storage.factory import store_from_url
 from external_interface.url_guard import UrlGuard
+from utils.embedded_redis import stopped_copy
+from utils.urls import redact_url
 
 
 def state_redis(url: str) -> redis.Redis:
@@ -57,6 +60,37 @@ def wait_for(client: redis.Redis, seconds: float) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.5)
+
+
+class StateUnavailable(RuntimeError):
+    """The state Redis does not answer, and there are no files of it to read instead."""
+
+
+@contextmanager
+def state_for_reading(url: str) -> Iterator[tuple[redis.Redis, str | None]]:
+    """A client of the state Redis to read jobs from, and None; or, when it is the
+    embedded Redis and it is stopped (``./control.sh demo`` stops it on exit), a client
+    of a throwaway copy of its files and a line saying so. Anything else that does not
+    answer raises ``StateUnavailable`` saying what to do."""
+    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=15)
+    try:
+        client.ping()
+        reachable: Exception | None = None
+    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        client.close()
+        reachable = exc
+    if reachable is None:
+        with client:
+            yield client, None
+        return
+    data = embedded_socket().parent / "redis"
+    if url != f"unix://{embedded_socket()}" or not (data / "appendonlydir").is_dir():
+        raise StateUnavailable(
+            f"the state Redis at {redact_url(url)} does not answer ({reachable}): start it "
+            "(./control.sh start redis) or point STATE_REDIS_URL at the cluster's")
+    with stopped_copy(data) as socket, redis.Redis(unix_socket_path=socket) as copy:
+        yield copy, (f"the embedded Redis is stopped: read from its files in {data} "
+                     "(./control.sh start redis runs it again)")
 
 
 @dataclass

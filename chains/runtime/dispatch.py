@@ -14,7 +14,8 @@ from chains.runtime.units import Envelope, Unit, revival_payload
 
 if TYPE_CHECKING:
     from chains.runtime.ledger import Ledger
-    from chains.runtime.model import Chain, Step
+    from chains.runtime.model import Chain
+    from chains.runtime.routes import Routes, Step
 
 
 class Dispatch(Protocol):
@@ -102,7 +103,7 @@ class Publisher:
         return self.ledger.register(job_id, [(u["id"], step) for step, u in flat],
                                     [revival_payload(step, depth, u) for step, u in flat])
 
-    def publish(self, chain: Chain, job_id: str, step: str, units: list[Unit],
+    def publish(self, chain: Routes, job_id: str, step: str, units: list[Unit],
                 depth: int, countdown: float | None = None) -> None:
         """Send ``units`` of one step in messages of the step's batch size."""
         spec = chain.steps[step]
@@ -143,7 +144,7 @@ class Publisher:
             if send:
                 self.publish(chain, job_id, step, send, depth)
 
-    def flush(self, chain: Chain, job_id: str, held: Held) -> None:
+    def flush(self, chain: Routes, job_id: str, held: Held) -> None:
         """Publish the children that wait for a full message: the list they came from ends."""
         for (step, depth), units in held.waiting.items():
             self.publish(chain, job_id, step, units, depth)

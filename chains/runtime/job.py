@@ -1,24 +1,32 @@
-"""The handle a launch returns: ``job.status()``, ``job.overview()``, ``job.report()``, ...
+"""The handle a launch returns: ``job.status()``, ``job.overview()``, ``job.report()``, and
+the verbs ``pause``, ``resume``, ``cancel`` and ``retry_failed`` (``job_control``).
 
 ``status`` is the ledger's summary; ``overview`` adds what an operator asks first
 ("is it done, what failed, why is it slow"): times, progress of the growing
-fan-out, throughput now and on average, failures grouped by reason. The live
-dashboard and ``python -m monitor --once --json`` show the same dict.
+fan-out, throughput now and on average, failures grouped by step and error class.
+The live dashboard and ``python -m monitor --once --json`` show the same dict;
+``history`` lists recent jobs (``crawlchain jobs``).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from chains.runtime.ledger import STEP_FIELDS, Failure, Ledger
+from chains.runtime.job_control import JobControl
+from chains.runtime.ledger import RUNNING, STEP_FIELDS, TERMINAL, Failure, Ledger
 from chains.runtime.metrics import Metrics
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-TERMINAL = frozenset({"finished", "cancelled"})
+    from chains.runtime.dispatch import Dispatch
+
 PACE_WINDOW_S = 30.0  # "throughput now" is measured over this many seconds
+EXIT_CODES = {"finished": 0, "finished_with_failures": 3, "cancelled": 4}
+"""What ``crawlchain launch``, ``retry`` and ``wait`` exit with, by the job's final state;
+a job that did not end in time (running or paused) exits 1."""
 
 
 class JobTimeout(TimeoutError):
@@ -28,9 +36,10 @@ class JobTimeout(TimeoutError):
 class Job:
     """A running or ended job, read from the ledger on every call."""
 
-    def __init__(self, job_id: str, ledger: Ledger) -> None:
+    def __init__(self, job_id: str, ledger: Ledger, dispatch: Dispatch | None = None) -> None:
         self.job_id = job_id
         self.ledger = ledger
+        self._dispatch = dispatch
 
     def __repr__(self) -> str:
         return f"Job({self.job_id!r}, state={self.ledger.state(self.job_id)!r})"
@@ -58,10 +67,11 @@ class Job:
             "created_at": created,
             "finished_at": finished_at,
             "elapsed_s": round(end - created, 3),
+            "failure_groups": failure_groups(failed),
             "failures": [
                 {"unit_id": f.unit_id, "step": f.step, "reason": f.reason, "error": f.error,
-                 "params": f.params, "attempts": f.attempts, "first_at": f.first_at,
-                 "failed_at": f.failed_at}
+                 "url": f.url, "params": f.params, "attempts": f.attempts,
+                 "first_at": f.first_at, "failed_at": f.failed_at}
                 for f in failed[:failures]
             ],
         }
@@ -78,7 +88,7 @@ class Job:
         finished = totals["done"] + totals["failed"] + totals["skipped"]
         known = totals["spawned"]
         now = None
-        if status["state"] == "running":
+        if status["state"] == RUNNING:
             now = Metrics(self.ledger.redis).pace(self.job_id, PACE_WINDOW_S,
                                                   since=status["created_at"])
         elapsed = max(status["elapsed_s"], 1e-9)
@@ -93,8 +103,13 @@ class Job:
             "failure_groups": failure_groups(failed, examples, groups),
         }
 
+    def exit_code(self) -> int:
+        """0 finished, 3 finished with failures, 4 cancelled, 1 not ended (``EXIT_CODES``)."""
+        return EXIT_CODES.get(self.ledger.state(self.job_id) or "", 1)
+
     def wait(self, timeout: float = 300.0, poll_s: float = 0.2) -> dict[str, Any]:
-        """Block until the job is finished or cancelled; raise ``JobTimeout`` past ``timeout``."""
+        """Block until the job is finished (with or without failures) or cancelled; raise
+        ``JobTimeout`` past ``timeout``. A paused job waits for its resume."""
         deadline = time.monotonic() + timeout
         while (state := self.ledger.state(self.job_id)) not in TERMINAL:
             if time.monotonic() > deadline:
@@ -102,9 +117,31 @@ class Job:
             time.sleep(poll_s)
         return self.status()
 
-    def cancel(self) -> None:
-        """Workers ack the job's remaining messages without fetching."""
-        self.ledger.cancel(self.job_id)
+    # -- verbs (``job_control``) ----------------------------------------------------
+    def control(self) -> JobControl:
+        dispatch = self._dispatch
+        if dispatch is None:
+            from chains.runtime.session import current
+
+            dispatch = current().dispatch
+        return JobControl(self.ledger, dispatch)
+
+    def pause(self) -> None:
+        """No unit of the job starts from now on, on any worker; those in flight finish."""
+        self.control().pause(self.job_id)
+
+    def resume(self) -> int:
+        """Run the paused job on; returns how many parked units were sent again."""
+        return self.control().resume(self.job_id)
+
+    def cancel(self) -> int:
+        """End the job; its open units are recorded as cancelled (returns how many)."""
+        return self.control().cancel(self.job_id)
+
+    def retry_failed(self, step: str | None = None, error: str | None = None) -> int:
+        """Run the failed units again in this job (only ``step``'s, or only those that
+        failed with the error class ``error``); returns how many were sent."""
+        return self.control().retry_failed(self.job_id, step, error)
 
     def report(self, console: Console | None = None) -> None:
         """Print the overview (for a Python shell): times, counts, throughput, failures."""
@@ -115,15 +152,35 @@ class Job:
 
 def failure_groups(failed: list[Failure], examples: int = 3,
                    limit: int = 10) -> list[dict[str, Any]]:
-    """Failures grouped by reason, largest group first, with a few examples each."""
-    grouped: dict[str, list[Failure]] = {}
+    """Failures grouped by step and error class, largest group first, each with its count,
+    its most common reason and a few example URLs (masked) and units."""
+    grouped: dict[tuple[str, str], list[Failure]] = {}
     for failure in failed:
-        grouped.setdefault(failure.reason, []).append(failure)
+        grouped.setdefault((failure.step, failure.error), []).append(failure)
     ordered = sorted(grouped.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     return [
-        {"reason": reason, "count": len(members),
-         "steps": sorted({f.step for f in members}),
-         "examples": [{"unit_id": f.unit_id, "step": f.step, "params": f.params,
+        {"step": step, "error": error, "count": len(members),
+         "reason": max({f.reason for f in members}, key=[f.reason for f in members].count),
+         "urls": [f.url for f in members[:examples] if f.url],
+         "examples": [{"unit_id": f.unit_id, "url": f.url, "params": f.params,
                        "attempts": f.attempts} for f in members[:examples]]}
-        for reason, members in ordered[:limit]
+        for (step, error), members in ordered[:limit]
     ]
+
+
+def history(ledger: Ledger, limit: int = 20) -> list[dict[str, Any]]:
+    """The newest jobs, newest first: id, chain, state, unit counts, started, elapsed."""
+    rows = []
+    for job_id in ledger.job_ids(limit):
+        meta = ledger.meta(job_id)
+        steps = ledger.counts(job_id).values()
+        created = float(meta.get("created_at", 0.0))
+        end = float(meta["finished_at"]) if "finished_at" in meta else time.time()
+        rows.append({
+            "job_id": job_id, "chain": json.loads(meta.get("chain", "{}")).get("name", "?"),
+            "state": meta.get("state", "unknown"),
+            **{field: sum(s[field] for s in steps)
+               for field in ("spawned", "done", "failed", "skipped", "gone", "items")},
+            "pending": ledger.pending(job_id), "created_at": created,
+            "elapsed_s": round(end - created, 3)})
+    return rows

@@ -87,4 +87,4 @@ def launch_many(chain: Chain, params: list[dict[str, Any]], job_ids: list[str] |
                  .model_dump(mode="json") for site, values in overrides.items()}
         rt.ledger.create_job(job_id, dumped, root, fixed)
         publisher.spawn(chain, job_id, {chain.start: [make_unit(chain.start, root)]}, depth=0)
-    return [Job(job_id, rt.ledger) for job_id in ids]
+    return [Job(job_id, rt.ledger, rt.dispatch) for job_id in ids]

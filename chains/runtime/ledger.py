@@ -15,6 +15,13 @@ A message that runs its list's next pages itself (``Step.inline_next``) records,
 the job's ``carry`` hash, which units it carries now: in the same call that finishes
 the page before, so a redelivered carrier knows where its list stood.
 
+A job is ``running``, ``paused`` (its messages are parked as workers take them, see
+``chains.runtime.job_control``), then ``finished`` (every unit done, skipped or gone),
+``finished_with_failures`` (some failed for good) or ``cancelled`` (the units left
+were recorded as cancelled). A unit ends ``done``, ``skipped``, ``gone`` (stored by an
+earlier crawl, no longer served), ``failed`` or ``cancelled``; a failed unit keeps its
+payload so ``retry`` can run it again in the same job.
+
 Every key of a job carries the hash tag ``{job_id}`` (see ``keys.job``).
 """
 
@@ -30,12 +37,19 @@ import redis
 
 from external_interface import keys
 
-Outcome = Literal["done", "skipped", "failed"]
-OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "failed")
-STEP_FIELDS = ("spawned", "done", "failed", "skipped", "retried", "items", "unchanged",
-               "requests", "revived", "bans", "rotations", "captcha_solves", "cookie_refreshes")
+Outcome = Literal["done", "skipped", "gone", "failed", "cancelled"]
+OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "gone", "failed", "cancelled")
+STEP_FIELDS = ("spawned", "done", "failed", "skipped", "gone", "cancelled", "retried", "items",
+               "new", "changed", "unchanged", "requests", "revived", "bans", "rotations",
+               "captcha_solves", "cookie_refreshes")
+
+RUNNING, PAUSED, CANCELLED = "running", "paused", "cancelled"
+FINISHED, FINISHED_WITH_FAILURES = "finished", "finished_with_failures"
+STATES = (RUNNING, PAUSED, FINISHED, FINISHED_WITH_FAILURES, CANCELLED)
+TERMINAL = frozenset({FINISHED, FINISHED_WITH_FAILURES, CANCELLED})
 
 _REGISTER = """
+if redis.call('HGET', KEYS[4], 'state') == 'cancelled' then return {} end
 local new = {}
 for i = 1, #ARGV, 3 do
   if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
@@ -66,14 +80,24 @@ for i = first, #ARGV, 5 do
   if redis.call('HSETNX', KEYS[2], unit, outcome) == 1 then
     redis.call('HINCRBY', KEYS[3], step .. ':' .. outcome, 1)
     if tonumber(items) > 0 then redis.call('HINCRBY', KEYS[3], step .. ':items', items) end
-    if failure ~= '' then redis.call('HSET', KEYS[4], unit, failure) end
+    if outcome == 'failed' then
+      redis.call('HINCRBY', KEYS[3], 'failed', 1)
+      if failure ~= '' then redis.call('HSET', KEYS[4], unit, failure) end
+      local payload = redis.call('HGET', KEYS[7], unit)
+      if payload then redis.call('HSET', KEYS[9], unit, payload) end
+    end
     redis.call('HDEL', KEYS[6], unit)
     redis.call('HDEL', KEYS[7], unit)
     pending = redis.call('HINCRBY', KEYS[3], 'pending', -1)
     finished = finished + 1
-    if pending == 0 and redis.call('HGET', KEYS[5], 'state') == 'running' then
-      redis.call('HSET', KEYS[5], 'state', 'finished', 'finished_at', now)
-    end
+  end
+end
+if finished > 0 and pending == 0 then
+  local state = redis.call('HGET', KEYS[5], 'state')
+  if state == 'running' or state == 'paused' then
+    local failed = tonumber(redis.call('HGET', KEYS[3], 'failed') or '0')
+    redis.call('HSET', KEYS[5], 'state', failed > 0 and 'finished_with_failures' or 'finished',
+               'finished_at', now)
   end
 end
 redis.call('HSET', KEYS[5], 'active_at', now)
@@ -84,6 +108,10 @@ return finished
 _BEGIN = """
 local state = redis.call('HGET', KEYS[1], 'state')
 if not state then return {''} end
+if state == 'paused' then
+  for i = 2, #ARGV do redis.call('SADD', KEYS[5], ARGV[i]) end
+  return {state}
+end
 redis.call('HSET', KEYS[1], 'active_at', ARGV[1])
 local out = {state}
 for i = 2, #ARGV do
@@ -110,6 +138,7 @@ class Failure:
     attempts: int
     first_at: float
     failed_at: float
+    url: str = ""  # the request's URL, credentials masked ("" when none was built)
 
     @property
     def reason(self) -> str:
@@ -189,12 +218,6 @@ class Ledger:
         raw = self.redis.hget(keys.job(job_id, "meta"), "state")
         return _text(raw) if raw else None
 
-    def cancel(self, job_id: str) -> None:
-        """Stop a running job: workers ack its remaining messages without work."""
-        meta = keys.job(job_id, "meta")
-        if self.redis.hget(meta, "state") == b"running":
-            self.redis.hset(meta, mapping={"state": "cancelled", "finished_at": time.time()})
-
     def job_ids(self, limit: int = 50) -> list[str]:
         return [_text(j) for j in self.redis.zrevrange(keys.JOB_INDEX, 0, limit - 1)]
 
@@ -211,8 +234,8 @@ class Ledger:
         revive = payloads or [""] * len(units)
         argv = [x for (unit_id, step), payload in zip(units, revive, strict=True)
                 for x in (unit_id, step, payload)]
-        new = self._register(keys=[keys.job(job_id, p) for p in ("units", "counts", "open")],
-                             args=argv)
+        new = self._register(
+            keys=[keys.job(job_id, p) for p in ("units", "counts", "open", "meta")], args=argv)
         return {_text(unit_id) for unit_id in new}
 
     def open_units(self, job_id: str) -> dict[str, str]:
@@ -289,7 +312,7 @@ class Ledger:
         result = int(self._finish(
             keys=[keys.job(job_id, p) for p in
                   ("units", "finished", "counts", "failed", "meta", "deliveries", "open",
-                   "carry")],
+                   "carry", "retryable")],
             args=argv,
         ))
         if result < 0:
@@ -305,14 +328,15 @@ class Ledger:
         """One round trip at a message's start: the job's state and, per unit, whether it
         is finished already, its open starts (this one counted) and whether it is its first.
 
-        Units already finished are not counted as started: a redelivery is a no-op.
+        Units already finished are not counted as started: a redelivery is a no-op. In a
+        paused job nothing starts: the units are parked for ``resume`` to send again.
         """
         raw = self._begin(keys=[keys.job(job_id, p) for p in
-                                ("meta", "finished", "deliveries", "first_start")],
+                                ("meta", "finished", "deliveries", "first_start", "parked")],
                           args=[time.time(), *unit_ids])
         state = _text(raw[0]) or None
-        if state is None:
-            return Begun(None, [(False, 0, False)] * len(unit_ids))
+        if state is None or len(raw) == 1:  # unknown, or paused: nothing was started
+            return Begun(state, [(False, 0, False)] * len(unit_ids))
         return Begun(state, [(True, 0, False) if code < 0 else (False, code // 2, bool(code % 2))
                              for code in map(int, raw[1:])])
 
@@ -349,7 +373,30 @@ class Ledger:
             if ":" in name:
                 step, field = name.rsplit(":", 1)
                 steps.setdefault(step, dict.fromkeys(STEP_FIELDS, 0))[field] = int(raw_value)
+        for step, n in self.gone(job_id).items():
+            steps.setdefault(step, dict.fromkeys(STEP_FIELDS, 0))["gone"] += n
         return steps
+
+    def drop(self, job_id: str, units: Mapping[str, str]) -> None:
+        """Record units an earlier crawl reached and this job's crawl no longer does (a
+        refetched parent stopped listing them, and their own descendants), ``id -> step``:
+        each one this job does not register after all counts as ``gone``."""
+        if units:
+            self.redis.hset(keys.job(job_id, "dropped"), mapping=dict(units.items()))
+
+    def gone(self, job_id: str) -> dict[str, int]:
+        """Per step, the dropped units this job did not register (final once it ends)."""
+        dropped = {_text(k): _text(v)
+                   for k, v in self.redis.hgetall(keys.job(job_id, "dropped")).items()}
+        if not dropped:
+            return {}
+        ids = list(dropped)
+        reached = self.redis.hmget(keys.job(job_id, "units"), ids)
+        out: dict[str, int] = {}
+        for unit_id, step in zip(ids, reached, strict=True):
+            if step is None:
+                out[dropped[unit_id]] = out.get(dropped[unit_id], 0) + 1
+        return out
 
     def pending(self, job_id: str) -> int:
         return int(self.redis.hget(keys.job(job_id, "counts"), "pending") or 0)

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from chains.runtime import registry
 from chains.runtime.dispatch import Held, Publisher
-from chains.runtime.ledger import Carry, Ledger
+from chains.runtime.ledger import PAUSED, RUNNING, Carry, Ledger
 from chains.runtime.model import Chain
 from chains.runtime.pipeline.close import Retry, close
 from chains.runtime.pipeline.fetch import fetch
@@ -89,8 +89,8 @@ def run_message(rt: Runtime, task: str, envelope: Envelope, units: list[Unit],
     """Run a message of ``task``'s units; ``retries`` is how often it was retried."""
     job_id = envelope["job"]
     begun = rt.ledger.begin(job_id, [u["id"] for u in units])
-    if begun.state != "running":
-        return Outcome(Counter(ignored=len(units)))
+    if begun.state != RUNNING:  # paused: parked for resume; cancelled or gone: nothing
+        return Outcome(Counter({"parked" if begun.state == PAUSED else "ignored": len(units)}))
     chain = launched(rt, job_id).chain
     carrier = units[0]["id"] if units else ""
     if units and all(finished for finished, _, _ in begun.units):
@@ -99,9 +99,9 @@ def run_message(rt: Runtime, task: str, envelope: Envelope, units: list[Unit],
             return Outcome(Counter(ignored=len(begun.units)))
         begun = rt.ledger.begin(job_id, [u["id"] for u in units])
     run_on = RunOn.of(chain, envelope["step"], retries, rt.settings.task.soft_time_limit_s)
-    carrying = bool(run_on.pages_left) and begun.state == "running"
+    carrying = bool(run_on.pages_left) and begun.state == RUNNING
     outcome, held = Outcome(), Held()
-    while begun.state == "running":
+    while begun.state == RUNNING:
         runs = [UnitRun(u, starts, first)
                 for u, (finished, starts, first) in zip(units, begun.units, strict=True)
                 if not finished]
@@ -126,6 +126,8 @@ def run_message(rt: Runtime, task: str, envelope: Envelope, units: list[Unit],
         run_on.pages_left -= 1
         units = held.pages
         begun = rt.ledger.begin(job_id, [u["id"] for u in units])
+    if begun.state != RUNNING and held.waiting:  # paused or cancelled between two pages:
+        let_go(rt, chain, envelope, Held(waiting=held.waiting))  # the page is parked
     return outcome
 
 

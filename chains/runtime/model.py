@@ -19,46 +19,20 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from chains.runtime.job import Job
 from chains.runtime.launch import launch
 from chains.runtime.registry import site_names
+from chains.runtime.routes import Link, Step
 from external_interface.dedup import RecrawlPolicy
 from utils.domains import AllowedDomains
 
+if TYPE_CHECKING:
+    from chains.runtime.job import Job
+
 CHAINS = Path(__file__).resolve().parents[1]
-
-
-class Step(BaseModel):
-    """One crawl step: which task runs it and how its messages are shaped."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    task: str = Field(description="The step's name, '<site>.<platform>.<step>'.")
-    batch_size: int = Field(1, ge=1, le=1000, description="Units per message.")
-    priority: int = Field(5, ge=0, le=9, description="Higher runs sooner (0-9).")
-    queue: str | None = Field(None, description="Queue override; default: the task's site.")
-    recrawl: RecrawlPolicy | None = Field(
-        None, description="Skip units seen within the policy's TTL; None fetches every time.")
-    inline_next: int = Field(
-        0, ge=0, le=100_000, description="Next pages of this step that one message runs "
-        "itself, one after another, before it hands its list back to the queue; 0: every "
-        "next page is its own message. Saves a broker round trip and a message's CPU per "
-        "page of a long list.")
-
-
-class Link(BaseModel):
-    """Fan-out: every record named ``records`` in ``src``'s output becomes a ``dst`` unit."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    src: str
-    records: str = Field(description="An item collection or a named follow list of ``src``.")
-    dst: str
-    map: dict[str, str] = Field(description="dst input field <- src record field.")
 
 
 class Chain(BaseModel):
@@ -110,6 +84,16 @@ class Chain(BaseModel):
         """
         return launch(self, params)
 
+    def recrawling(self, name: str, **policies: RecrawlPolicy) -> Chain:
+        """This chain under another name, its steps given recrawl policies by step name:
+        the incremental crawl of the same site (``chains/forum.py``)."""
+        unknown = set(policies) - set(self.steps)
+        if unknown:
+            raise ValueError(f"chain {self.name!r} has no step {sorted(unknown)[0]!r}")
+        return self.model_copy(update={"name": name, "steps": {
+            step: spec.model_copy(update={"recrawl": policies.get(step, spec.recrawl)})
+            for step, spec in self.steps.items()}})
+
     def task_names(self) -> set[str]:
         return {step.task for step in self.steps.values()}
 
@@ -137,3 +121,6 @@ def get_chain(name: str) -> Chain:
     if name not in known:
         raise KeyError(f"no chain named {name!r}; known: {', '.join(sorted(known)) or 'none'}")
     return known[name]
+
+
+__all__ = ["Chain", "Link", "Step", "all_chains", "chain_modules", "get_chain"]

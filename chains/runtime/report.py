@@ -13,12 +13,14 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
+from chains.runtime.ledger import TERMINAL
 from utils.urls import redact_text
 
 if TYPE_CHECKING:
     from chains.runtime.job import Job
 
-COLUMNS = ("spawned", "done", "failed", "skipped", "retried", "items", "unchanged")
+COLUMNS = ("spawned", "done", "failed", "skipped", "gone", "retried", "items", "new", "changed",
+           "unchanged")
 
 
 def summary_table(status: dict[str, Any]) -> Table:
@@ -73,7 +75,7 @@ def watch(job: Job, timeout: float, console: Console, refresh_s: float = 0.5) ->
     deadline = time.monotonic() + timeout
     status = job.status()
     with Live(progress(status), console=console, refresh_per_second=4, transient=False) as live:
-        while status["state"] == "running" and time.monotonic() < deadline:
+        while status["state"] not in TERMINAL and time.monotonic() < deadline:
             time.sleep(refresh_s)
             status = job.status()
             live.update(progress(status))
@@ -97,6 +99,7 @@ def headline(view: dict[str, Any]) -> Text:
         f"job {view['job_id']}  {view['state']}  ({view['elapsed_s']:.1f}s)\n"
         f"started {when(view['created_at'])}  ended {when(view['finished_at'])}\n"
         f"done {totals['done']}  failed {totals['failed']}  skipped {totals['skipped']}  "
+        f"gone {totals['gone']}  "
         f"pending {view['pending']}  items {totals['items']}\n"
         f"throughput now {rate(speed['now'])}  average {rate(speed['average'])}"
     )
@@ -119,17 +122,17 @@ def progress_bar(view: dict[str, Any], width: int = 40, counts: bool = True) -> 
 
 
 def failure_groups_table(view: dict[str, Any]) -> Table | None:
-    """Failures by reason, largest first, each with a few example units."""
+    """Failures by step and error class, largest first, with a few example URLs."""
     if not view["failure_groups"]:
         return None
-    table = Table(title="failures by reason", title_justify="left")
-    for name in ("count", "reason", "steps", "examples"):
+    table = Table(title="failures by step and error", title_justify="left")
+    for name in ("count", "step", "error", "reason", "examples"):
         table.add_column(name, justify="right" if name == "count" else "left")
     for group in view["failure_groups"]:
-        examples = "\n".join(f"{e['step']} {e['unit_id']} {e['params']}"
+        examples = "\n".join(e.get("url") or f"{e['unit_id']} {e['params']}"
                              for e in group["examples"])
-        table.add_row(str(group["count"]), redact_text(group["reason"]),
-                      ", ".join(group["steps"]), redact_text(examples))
+        table.add_row(str(group["count"]), group["step"], group["error"],
+                      redact_text(group["reason"]), redact_text(examples))
     return table
 
 

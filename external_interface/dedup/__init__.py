@@ -74,8 +74,8 @@ class RecrawlPolicy(BaseModel):
 
     Volatile pages (feeds, first pages of lists) change under the same URL, so
     dedup would hide new content; they are fetched every time. Which unit is a
-    first page is the caller's to say (``first_page_volatile``): ``decide`` sees
-    only the stored answer and the time.
+    first or last page is the caller's to say (``first_page_volatile``,
+    ``last_page_volatile``): ``decide`` sees only the stored answer and the time.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -84,6 +84,10 @@ class RecrawlPolicy(BaseModel):
     volatile: bool = Field(default=False, description="Fetch always, whatever was seen.")
     first_page_volatile: bool = Field(
         default=False, description="Treat the first page of a paged list as volatile."
+    )
+    last_page_volatile: bool = Field(
+        default=False, description="Treat the last page of a paged list as volatile (where "
+        "new rows land): a page that had no next page when it was last fetched."
     )
 
     def decide(self, seen: Seen | None, now: int) -> Decision:

@@ -59,8 +59,9 @@ def boards(page: Page, response: Response) -> Parsed[Board]:
 
 @step("forum.web.board", url="{url}", follows="threads")
 def board(page: Page, response: Response) -> Parsed[Item]:
-    links = response.css("tr.thread .title a::attr(href)").getall()
-    return Parsed(follow={"threads": response.follow_all(links)}, next_page=response.next_link())
+    threads = [link for row in response.css("tr.thread") if (link := response.follow(
+        row.css(".title a::attr(href)").get(), replies=row.css(".replies::text").get()))]
+    return Parsed(follow={"threads": threads}, next_page=response.next_link())
 
 
 @step("forum.web.thread", url="{url}")

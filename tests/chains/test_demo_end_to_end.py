@@ -73,7 +73,7 @@ def test_unit_delivered_twice_is_counted_once(cluster: Cluster) -> None:
 
 def test_invalid_params_fail_the_unit_naming_the_field_without_retry(cluster: Cluster) -> None:
     status = cluster.launch(demo, page="not-a-number").wait(timeout=60)
-    assert status["state"] == "finished"
+    assert status["state"] == "finished_with_failures"
     feed = status["steps"]["feed"]
     assert (feed["failed"], feed["retried"], feed["done"]) == (1, 0, 0)
     [failure] = status["failures"]
@@ -117,7 +117,7 @@ def test_permanent_failures_are_listed_with_their_reason_and_the_job_still_finis
     missing = frozenset(authors[:3])
     with running_cluster(tmp_path, world, faults=Faults(missing_users=missing)) as cluster:
         status = cluster.launch(demo, page=1).wait(timeout=240)
-    assert status["state"] == "finished"
+    assert status["state"] == "finished_with_failures"
     info = status["steps"]["user_info"]
     assert (info["failed"], info["done"], info["retried"]) == (3, len(authors) - 3, 0)
     assert {f["params"]["user_id"] for f in status["failures"]} == missing

@@ -62,8 +62,9 @@ def test_a_section_another_module_fills_is_drawn_as_a_table() -> None:
 
 def test_error_reasons_are_shown_with_secrets_masked() -> None:
     group = {"count": 2, "reason": "NetworkError: via http://crawler:hunter2@10.0.0.7:3128",
-             "steps": ["feed"], "examples": [{"step": "feed", "unit_id": "u1",
-                                              "params": {"url": "https://x/?token=hunter2"}}]}
+             "step": "feed", "error": "NetworkError",
+             "examples": [{"unit_id": "u1", "url": "https://x/?token=hunter2",
+                           "params": {"url": "https://x/?token=hunter2"}}]}
     table = reasons_table([a_view("j1", 1, 3) | {"failure_groups": [group]}])
     console = Console(record=True, width=200, file=io.StringIO())
     console.print(table)

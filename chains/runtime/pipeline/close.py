@@ -9,6 +9,8 @@ and what the message carries on, in one atomic ledger call; dedup marks go first
 (after the save, never before). Units that wait go back with a countdown and units
 whose resource was burnt go back at once (neither spends a retry); what is left to
 retry is returned for the task adapter to retry with backoff (Retry-After wins).
+Done units of a step with a recrawl policy count as ``new`` or ``changed``; gone ones
+end ``gone``, which is not a failure.
 Pools the batch found dry or low get their refill chain launched.
 """
 
@@ -29,6 +31,7 @@ from chains.runtime.pipeline.prepare import (
     Batch,
     Done,
     Failed,
+    Gone,
     RetryAfter,
     Skipped,
     Unchanged,
@@ -37,6 +40,7 @@ from chains.runtime.pipeline.prepare import (
 from chains.runtime.units import Unit, rotations
 from exceptions import Banned, RotateError
 from external_interface import recrawl
+from utils.urls import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +80,8 @@ def close(batch: Batch, runs: list[UnitRun], carry: Carry | None = None) -> Clos
                 ends.append(Finish(r.unit["id"], step, "done", 0))
             case Skipped():
                 ends.append(Finish(r.unit["id"], step, "skipped"))
+            case Gone():
+                ends.append(Finish(r.unit["id"], step, "gone"))
             case Failed():
                 ends.append(failure(batch, r))
             case RetryAfter(kind="wait"):
@@ -85,8 +91,10 @@ def close(batch: Batch, runs: list[UnitRun], carry: Carry | None = None) -> Clos
             case RetryAfter():
                 retry.append(r)
     _mark(batch, runs)
+    changes: Counter[str] = Counter(
+        r.fate.change for r in runs if isinstance(r.fate, Done) and r.fate.change)
     unchanged = sum(isinstance(r.fate, Unchanged) for r in runs)
-    counts = {"retried": len(retry), "unchanged": unchanged, **spent,
+    counts: dict[str, int] = {"retried": len(retry), "unchanged": unchanged, **changes, **spent,
               "requests": sum(r.fetch is not None for r in runs), "rotations": len(rotate)}
     batch.rt.ledger.finish_many(batch.job_id, ends,
                                 batch.rt.ledger.step_counts(step, counts), carry)
@@ -130,7 +138,7 @@ def failure(batch: Batch, r: UnitRun) -> Finish:
         unit_id=r.unit["id"], step=step, params=r.unit["params"], error=r.fate.error,
         message=r.fate.message, attempts=r.starts + batch.retries,
         first_at=batch.rt.ledger.first_start(batch.job_id, r.unit["id"]),
-        failed_at=time.time())
+        failed_at=time.time(), url=redact_url(r.request.full_url) if r.request else "")
     log.info("unit %s of %s failed for good: %s", r.unit["id"], step, record.reason)
     return Finish(r.unit["id"], step, "failed", failure=record)
 

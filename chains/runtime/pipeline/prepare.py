@@ -6,16 +6,22 @@ close``; each phase is a function from the batch's runs to the next runs. A
 how it ends, and a unit with a fate is passed along untouched by later phases. The
 fate is a closed type the close phase matches on:
 
-    Done(items)                 saved, its children registered and published
+    Done(items, change)         saved, its children registered and published; with a
+                                recrawl policy, ``change`` says new or changed
     Unchanged()                 fetched, same content as last time: nothing stored
-    Skipped(reason)             not fetched (fresh, a hook, robots, off-site)
+    Skipped(reason)             not fetched (fresh, a hook, robots, off-site); a fresh
+                                unit's stored children are spawned all the same
+    Gone(reason)                stored by an earlier crawl, now answering 404 or 410
     RetryAfter(seconds, reason) not now: a backoff (transient error), a wait (a slot,
                                 a pool), a rotation onto a fresh resource
     Failed(error, message)      for good, with the reason kept in the ledger
 
 Prepare itself: the poison check (a unit whose worker died too often), params
 validated (invalid ones fail for good), the request built, the job's allowed
-domains, and the recrawl decision for the whole batch in one dedup round trip.
+domains, and the recrawl decision for the whole batch in one dedup round trip and
+one tree round trip (``chains.runtime.tree``): a fresh unit is skipped only when its
+children are known, and never when it was the last page of its list and the policy
+says ``last_page_volatile``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from chains.runtime.site import Signal, UnitContext
+from chains.runtime.tree import Spawned, Tree
 from exceptions import (
     CrawlError,
     OffSite,
@@ -52,6 +59,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Done:
     items: int
+    change: Literal["new", "changed"] | None = None  # None: the step keeps no recrawl marks
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,11 @@ class Unchanged:
 
 @dataclass(frozen=True)
 class Skipped:
+    reason: str
+
+
+@dataclass(frozen=True)
+class Gone:
     reason: str
 
 
@@ -84,7 +97,7 @@ class Failed:
         return f"{self.error}: {self.message}"
 
 
-Fate = Done | Unchanged | Skipped | RetryAfter | Failed
+Fate = Done | Unchanged | Skipped | Gone | RetryAfter | Failed
 
 
 def fate_of(error: CrawlError) -> Failed | RetryAfter | Skipped:
@@ -133,12 +146,14 @@ class UnitRun:
     ctx: UnitContext | None = None
     request: Request | None = None
     recrawl: recrawl.Recrawl | None = None
+    before: Spawned | None = None  # what it spawned at its last fetch (steps with a policy)
     outfit: Outfit | None = None  # what the providers gave its request
     need: str | None = None  # the pool it waits for (cookie, device, proxy)
     fetch: FetchPoint | None = None  # set when a request went out
     response: Response | None = None  # dropped once parsed
     parsed: Parsed[Any] | None = None
     parse_s: float | None = None
+    kids: dict[str, list[Unit]] | None = None  # what it spawns now, by step (once parsed)
     stored: int | None = None  # items written by the save (None: not saved)
     unchanged: bool = False
     fate: Fate | None = None
@@ -199,16 +214,23 @@ def allowed_domains(domains: tuple[str, ...]) -> AllowedDomains:
 def prepare(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
     """Poison check, params, requests and the recrawl decision of every unit."""
     runs = [_prepare_one(batch, r) for r in runs]
+    step = batch.envelope["step"]
+    policy = batch.chain.steps[step].recrawl
+    if policy is None:
+        return runs
     live = [r for r in runs if r.live and r.request is not None]
-    policy = batch.chain.steps[batch.envelope["step"]].recrawl
     plans = recrawl.plan(batch.rt.dedup, policy, [
         (r.request, r.first, r.unit.get("page", 0) == 0) for r in live if r.request])
-    decided = {id(r): (plan, plan is not None and plan.skip) for r, plan
-               in zip(live, plans, strict=True)}
+    before = Tree(batch.rt.redis, batch.chain.name).load([r.unit["id"] for r in live])
+    decided = {}
+    for r, plan, spawned in zip(live, plans, before, strict=True):
+        skip = plan is not None and plan.skip and spawned is not None and not (
+            policy.last_page_volatile and not spawned.has_next(step, r.unit.get("page", 0)))
+        decided[id(r)] = (plan, spawned, skip)
     out = []
     for r in runs:
-        plan, skip = decided.get(id(r), (None, False))
-        r = r.but(recrawl=plan)
+        plan, spawned, skip = decided.get(id(r), (None, None, False))
+        r = r.but(recrawl=plan, before=spawned)
         out.append(r.ended(Skipped("fresh")) if skip else r)
     return out
 

@@ -1,8 +1,9 @@
 """The save phase: every changed item of the batch in one bulk write, durable first.
 
-A page whose items hash as they did at its last crawl is ``unchanged``: nothing is
-written. Items are upserted by key, so a unit run twice leaves one record. Nothing
-moves on before the write returns: a store that refuses it (``StorageUnavailable``)
+A page whose items and leads (the children it spawns, the follow records they come
+from) hash as they did at its last crawl is ``unchanged``: nothing is written. Items
+are upserted by key, so a unit run twice leaves one record. Nothing moves on before
+the write returns: a store that refuses it (``StorageUnavailable``)
 sends every parsed unit of the batch back to be retried, children unspawned. After
 the write: a refill step's items go into their pool (a login's session into the
 cookie pool), and the ``after_save`` hook runs.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from chains.runtime.pipeline.prepare import Batch, Skipped, UnitRun, obey
+from chains.runtime.units import children
 from exceptions import CrawlError, StorageUnavailable
 from external_interface.providers.refill import DeviceItem, SessionItem
 from external_interface.storage import Item
@@ -20,14 +22,19 @@ from external_interface.storage import Item
 
 def save(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
     """Every run, the parsed ones saved (``stored`` set) or failed with the store."""
-    dedup = batch.rt.dedup
+    dedup, step, chain = batch.rt.dedup, batch.envelope["step"], batch.chain
+    sources = {link.records for link in chain.links_from(step)}
     saved: list[UnitRun] = []
     fresh: list[Item] = []
     for r in runs:
         parsed = r.parsed
         if r.live and parsed is not None:
-            unchanged = r.recrawl is not None and r.recrawl.unchanged(dedup, parsed.items)
-            r = r.but(unchanged=unchanged, stored=0 if unchanged else len(parsed.items))
+            records, after = parsed.records(sources), parsed.next_params()
+            kids = children(chain, step, records, after, r.unit.get("page", 0))
+            unchanged = r.recrawl is not None and r.recrawl.unchanged(
+                dedup, parsed.items, [records, after])
+            r = r.but(unchanged=unchanged, stored=0 if unchanged else len(parsed.items),
+                      kids=kids)
             fresh += [] if unchanged else parsed.items
         saved.append(r)
     try:

@@ -1,11 +1,19 @@
 """The spawn phase: the batch's children registered in one ledger call, then published.
 
 Children come from the chain's links (records of a saved unit mapped to the next
-step's input) and from the unit's next page. Registration precedes the parent's
-finish, so the job cannot read as finished while work is still reachable; unit ids
-are step + params, so a child two parents name is one unit, sent once. A parent that
-runs again (its worker died between registering and publishing) sends all its
-children again; the first run sends only those new to the ledger.
+step's input) and from the unit's next page (``UnitRun.kids``, built by the save).
+Registration precedes the parent's finish, so the job cannot read as finished while
+work is still reachable; unit ids are step + params, so a child two parents name is
+one unit, sent once. A parent that runs again (its worker died between registering
+and publishing) sends all its children again; the first run sends only those new to
+the ledger.
+
+On a step with a recrawl policy the phase also keeps the tree (``chains.runtime.tree``):
+a unit skipped as fresh spawns the children it had at its last fetch, so the crawl
+goes on below it; a fetched unit's children are stored when they changed, and the
+units it no longer leads to (with their own stored descendants) are recorded as
+dropped: those the job does not reach another way count as ``gone``. A unit stored
+by an earlier crawl whose page now answers 404 or 410 ends ``Gone``, not failed.
 
 A step that runs its list on (``Step.inline_next``) holds its new next pages to run
 them itself, and holds children back until they fill a message of their step
@@ -15,22 +23,34 @@ them itself, and holds children back until they fill a message of their step
 from __future__ import annotations
 
 from chains.runtime.dispatch import Held, Publisher
-from chains.runtime.pipeline.prepare import Batch, Done, Unchanged, UnitRun
-from chains.runtime.units import Unit, by_depth, children
+from chains.runtime.pipeline.prepare import (
+    Batch,
+    Done,
+    Failed,
+    Gone,
+    Skipped,
+    Unchanged,
+    UnitRun,
+)
+from chains.runtime.tree import Spawned, Tree
+from chains.runtime.units import Unit, by_depth
+from exceptions import Gone as GoneStatus
+from exceptions import NotFound
+
+GONE_ERRORS = frozenset({NotFound.__name__, GoneStatus.__name__})
 
 
 def spawn(batch: Batch, runs: list[UnitRun], held: Held, run_on: bool) -> list[UnitRun]:
     """Every run, the saved ones ``Done`` (or ``Unchanged``) once their children are out."""
     step, chain = batch.envelope["step"], batch.chain
-    saved = [r for r in runs if r.live and r.stored is not None and r.parsed is not None]
+    saved = [r for r in runs if r.live and r.stored is not None and r.kids is not None]
+    replayed = [r for r in runs if isinstance(r.fate, Skipped) and r.fate.reason == "fresh"
+                and r.before is not None]
     publisher = Publisher(batch.rt.dispatch, batch.rt.ledger)
-    sources = {link.records for link in chain.links_from(step)}
     for rerun in (False, True):  # children of a parent that runs again are all resent
         kids: dict[str, dict[str, Unit]] = {}  # two parents may name the same child
-        for r in (r for r in saved if r.first != rerun):
-            assert r.parsed is not None
-            found = children(chain, step, r.parsed.records(sources), r.parsed.next_params(),
-                             r.unit.get("page", 0))
+        for r in (r for r in [*saved, *replayed] if r.first != rerun):
+            found = r.kids if r.kids is not None else r.before.children if r.before else {}
             for child_step, units in found.items():
                 kids.setdefault(child_step, {}).update((u["id"], u) for u in units)
         grouped = {s: list(units.values()) for s, units in kids.items()}
@@ -39,9 +59,42 @@ def spawn(batch: Batch, runs: list[UnitRun], held: Held, run_on: bool) -> list[U
                             held if run_on else None, step)
     if not held.pages:
         publisher.flush(chain, batch.job_id, held)
+    runs = [_gone(r) for r in runs]
+    if chain.steps[step].recrawl is not None:
+        _keep_tree(batch, saved, [r for r in runs if isinstance(r.fate, Gone)])
     out = {id(r) for r in saved}
     return [_done(r) if id(r) in out else r for r in runs]
 
 
+def _gone(r: UnitRun) -> UnitRun:
+    """A page an earlier crawl stored that now answers 404 or 410 is gone, not failed."""
+    if (isinstance(r.fate, Failed) and r.fate.error in GONE_ERRORS
+            and r.recrawl is not None and r.recrawl.seen is not None):
+        return r.ended(Gone(r.fate.message), r.error)
+    return r
+
+
+def _keep_tree(batch: Batch, saved: list[UnitRun], gone: list[UnitRun]) -> None:
+    """Store the children that changed; record what the crawl no longer reaches."""
+    changed = {r.unit["id"]: Spawned(r.kids) for r in saved if r.kids is not None
+               and (r.before is None or r.before.ids() != Spawned(r.kids).ids())}
+    dropped: dict[str, str] = {}
+    for r in saved:
+        if r.before is not None and r.kids is not None:
+            now = Spawned(r.kids).ids()
+            dropped.update((u, s) for u, s in r.before.ids().items() if u not in now)
+    for r in gone:
+        if r.before is not None:
+            dropped.update(r.before.ids())
+    tree = Tree(batch.rt.redis, batch.chain.name)
+    tree.save(changed)
+    if dropped:
+        batch.rt.ledger.drop(batch.job_id, tree.descendants(dropped))
+
+
 def _done(r: UnitRun) -> UnitRun:
-    return r.ended(Unchanged() if r.unchanged else Done(r.stored or 0))
+    if r.unchanged:
+        return r.ended(Unchanged())
+    if r.recrawl is None:
+        return r.ended(Done(r.stored or 0))
+    return r.ended(Done(r.stored or 0, "new" if r.recrawl.seen is None else "changed"))

@@ -5,6 +5,7 @@ from typing import Any
 
 from chains.runtime.dispatch import Held, Publisher, message_priority
 from chains.runtime.model import Chain, Link, Step
+from chains.runtime.routes import Routes
 from chains.runtime.units import Unit, by_depth, children, make_unit, unit_id
 
 CHAIN = Chain(
@@ -60,7 +61,7 @@ def test_a_message_running_its_list_on_holds_its_next_page_and_sends_only_full_m
                      depth: int) -> set[str]:
             return {u["id"] for units in units_by_step.values() for u in units}
 
-        def publish(self, chain: Chain, job_id: str, step: str, units: list[Unit],
+        def publish(self, chain: Routes, job_id: str, step: str, units: list[Unit],
                     depth: int, countdown: float | None = None) -> None:
             size = chain.steps[step].batch_size
             sent.extend((step, [u["params"]["item_id"] for u in units[i:i + size]])

@@ -8,6 +8,8 @@ import time
 import pytest
 import redis
 
+from chains.runtime.dispatch import Recorder
+from chains.runtime.job_control import JobControl
 from chains.runtime.ledger import Carry, Failure, Finish, Ledger
 
 
@@ -54,7 +56,7 @@ def test_failed_units_keep_their_params_and_reason(redis_client: redis.Redis) ->
                       now, now)
     ledger.finish("j1", "bad", "feed", "failed", failure=failure)
     assert ledger.failures("j1") == [failure]
-    assert ledger.state("j1") == "finished"
+    assert ledger.state("j1") == "finished_with_failures"
 
 
 def test_starts_that_ended_cleanly_do_not_count_towards_poison(
@@ -70,9 +72,10 @@ def test_starts_that_ended_cleanly_do_not_count_towards_poison(
 def test_cancelled_job_is_not_marked_finished_later(redis_client: redis.Redis) -> None:
     ledger = new_job(redis_client)
     ledger.register("j1", [("u", "feed")])
-    ledger.cancel("j1")
+    assert JobControl(ledger, Recorder()).cancel("j1") == 1
     ledger.finish("j1", "u", "feed", "done")
     assert ledger.state("j1") == "cancelled"
+    assert ledger.counts("j1")["feed"]["cancelled"] == 1 and ledger.pending("j1") == 0
 
 
 def test_every_key_of_a_job_shares_one_cluster_slot(redis_client: redis.Redis) -> None:

@@ -23,7 +23,8 @@ from chains.runtime.report import (
 
 def fail(unit: str, step: str, error: str, message: str) -> Failure:
     now = time.time()
-    return Failure(unit, step, {"user_id": unit}, error, message, 1, now, now)
+    return Failure(unit, step, {"user_id": unit}, error, message, 1, now, now,
+                   url=f"https://example.org/users/{unit}")
 
 
 def a_job_with_failures(ledger: Ledger) -> Job:
@@ -56,14 +57,15 @@ def test_overview_counts_progress_and_average_throughput(redis_client: redis.Red
     assert view["finished_at"] is None and view["created_at"] <= time.time()
 
 
-def test_overview_groups_failures_by_reason_largest_first_with_examples(
+def test_overview_groups_failures_by_step_and_error_largest_first_with_examples(
         redis_client: redis.Redis) -> None:
     groups = a_job_with_failures(Ledger(redis_client)).overview(examples=2)["failure_groups"]
-    assert [(g["reason"], g["count"]) for g in groups] == [
-        ("NotFound: 404 Not Found", 3), ("ParseError: no div.profile", 1)]
+    assert [(g["step"], g["error"], g["count"]) for g in groups] == [
+        ("user_info", "NotFound", 3), ("user_info", "ParseError", 1)]
+    assert groups[0]["reason"] == "NotFound: 404 Not Found"
     assert len(groups[0]["examples"]) == 2
     assert groups[0]["examples"][0]["params"] == {"user_id": "u4"}
-    assert groups[0]["steps"] == ["user_info"]
+    assert groups[0]["urls"] == ["https://example.org/users/u4", "https://example.org/users/u5"]
 
 
 def test_throughput_now_comes_from_the_pace_the_workers_count(
@@ -78,9 +80,11 @@ def test_report_prints_state_times_counts_throughput_and_failure_reasons(
     console = Console(record=True, width=120, file=io.StringIO())
     a_job_with_failures(Ledger(redis_client)).report(console)
     text = console.export_text()
-    for expected in ("job j1  running", "started 20", "done 4  failed 4  skipped 0  pending 2",
+    for expected in ("job j1  running", "started 20",
+                     "done 4  failed 4  skipped 0  gone 0  pending 2",
                      "throughput now n/a  average", "8/10 units (80.0%)", "user_info",
-                     "failures by reason", "NotFound: 404 Not Found", "{'user_id': 'u4'}"):
+                     "failures by step and error", "NotFound: 404 Not Found",
+                     "https://example.org/users/u4"):
         assert expected in text, expected
 
 
@@ -90,7 +94,7 @@ def test_a_finished_job_reports_its_end_time_and_a_full_bar(redis_client: redis.
     ledger.finish("j1", "u8", "user_info", "done")
     ledger.finish("j1", "u9", "user_info", "skipped")
     view = job.overview()
-    assert view["state"] == "finished" and view["finished_at"] is not None
+    assert view["state"] == "finished_with_failures" and view["finished_at"] is not None
     text = render(job_report(view))
     assert "█" * 40 + " 10/10 units (100.0%)" in text
     assert "ended -" not in text
@@ -111,8 +115,9 @@ LEAKY = {"reason": "ParseError: no title at https://u:hunter2@shop.example/p?api
 
 def test_failure_reasons_and_params_are_shown_with_secrets_masked() -> None:
     status = {"failures": [{"step": "detail", "unit_id": "u1", "reason": LEAKY["reason"]}]}
-    view = {"failure_groups": [{"count": 1, "reason": LEAKY["reason"], "steps": ["detail"],
-                                "examples": [{"step": "detail", "unit_id": "u1",
+    view = {"failure_groups": [{"count": 1, "reason": LEAKY["reason"], "step": "detail",
+                                "error": "ParseError",
+                                "examples": [{"unit_id": "u1", "url": "",
                                               "params": LEAKY["params"]}]}]}
     text = render(failures_table(status)) + render(failure_groups_table(view))
     assert "hunter2" not in text

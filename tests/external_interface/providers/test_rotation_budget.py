@@ -27,7 +27,7 @@ def test_a_unit_banned_on_every_exit_fails_after_its_budget_and_the_job_finishes
         tries = [h.client for h in cluster.sandbox.hits() if h.url.startswith(
             f"/h5/user/{victim}?")]
         stored = set(cluster.stored_keys()["users"])
-    assert status["state"] == "finished"
+    assert status["state"] == "finished_with_failures"
     [failure] = status["failures"]
     assert failure["params"] == {"user_id": victim}
     assert failure["reason"].startswith("RotationsSpent: gave up after 2 rotations")

@@ -113,7 +113,7 @@ def test_a_unit_runs_every_phase_without_a_broker(runtime: Runtime,
                                                   server: SandboxServer) -> None:
     ran = run_feed_page(runtime, server, Hooks())
     [run] = ran.runs
-    assert run.fate == Done(items=WORLD.shape.feed_page_size)
+    assert run.fate == Done(items=WORLD.shape.feed_page_size, change="new")  # first seen
     assert (ran.requests, ran.stored) == (1, WORLD.shape.feed_page_size)
     sent = {m.task: len(m.units) for m in ran.sent.sent}
     assert sent["demo.h5.feed"] == 1  # its next page
@@ -142,7 +142,7 @@ def test_close_finishes_the_unit_in_the_ledger(runtime: Runtime, server: Sandbox
     ("before_save", Signal.SKIP, Skipped("before_save"), 1, 0, False),
     ("before_save", Signal.ABORT, Failed("PermanentError", "before_save aborted the unit"), 1,
      0, False),
-    ("after_save", Signal.SKIP, Done(items=10), 1, 10, True),  # saved already: goes on
+    ("after_save", Signal.SKIP, Done(items=10, change="new"), 1, 10, True),  # saved: goes on
     ("after_save", Signal.RETRY, RetryAfter(None, "after_save asked to retry"), 1, 10, False),
     ("after_save", Signal.ABORT, Failed("PermanentError", "after_save aborted the unit"), 1, 10,
      False),

@@ -1,0 +1,65 @@
+"""The rows of a chain's route table: its steps and the fan-out links between them.
+
+Plain data, importable by everything that sends units (``dispatch``, ``job_control``)
+without the launching that ``model.Chain`` adds; ``steps_of`` reads them back from a
+job's stored chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from external_interface.dedup import RecrawlPolicy
+
+
+class Step(BaseModel):
+    """One crawl step: which task runs it and how its messages are shaped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str = Field(description="The step's name, '<site>.<platform>.<step>'.")
+    batch_size: int = Field(1, ge=1, le=1000, description="Units per message.")
+    priority: int = Field(5, ge=0, le=9, description="Higher runs sooner (0-9).")
+    queue: str | None = Field(None, description="Queue override; default: the task's site.")
+    recrawl: RecrawlPolicy | None = Field(
+        None, description="Skip units seen within the policy's TTL; None fetches every time.")
+    inline_next: int = Field(
+        0, ge=0, le=100_000, description="Next pages of this step that one message runs "
+        "itself, one after another, before it hands its list back to the queue; 0: every "
+        "next page is its own message. Saves a broker round trip and a message's CPU per "
+        "page of a long list.")
+
+
+class Link(BaseModel):
+    """Fan-out: every record named ``records`` in ``src``'s output becomes a ``dst`` unit."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    src: str
+    records: str = Field(description="An item collection or a named follow list of ``src``.")
+    dst: str
+    map: dict[str, str] = Field(description="dst input field <- src record field.")
+
+
+class Routes(Protocol):
+    """What sending a step's units needs of a chain: its steps by name."""
+
+    @property
+    def steps(self) -> Mapping[str, Step]: ...
+
+
+@dataclass(frozen=True)
+class StoredSteps:
+    """The steps of a job's stored chain, without the rest of it."""
+
+    steps: Mapping[str, Step]
+
+
+def steps_of(chain: Mapping[str, Any]) -> StoredSteps:
+    """The steps of a chain as the ledger stores it (``Chain.model_dump``)."""
+    return StoredSteps({name: Step.model_validate(spec)
+                        for name, spec in chain["steps"].items()})
