@@ -21,6 +21,7 @@ Every key of a job carries the hash tag ``{job_id}`` (see ``keys.job``).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ from typing import Any, Literal
 import redis
 
 from external_interface import keys
+from utils.logs import log_job
+
+log = logging.getLogger(__name__)
 
 Outcome = Literal["done", "skipped", "failed"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "failed")
@@ -49,10 +53,10 @@ return new
 """
 
 _FINISH = """
-local now, finished, pending = ARGV[1], 0, 0
+local now, finished, pending, ended = ARGV[1], 0, 0, 0
 local first = 5 + 2 * tonumber(ARGV[2])
 for i = first, #ARGV, 5 do
-  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return -1 end
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return {-1, 0} end
 end
 for i = 5, first - 1, 2 do
   redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
@@ -73,11 +77,12 @@ for i = first, #ARGV, 5 do
     finished = finished + 1
     if pending == 0 and redis.call('HGET', KEYS[5], 'state') == 'running' then
       redis.call('HSET', KEYS[5], 'state', 'finished', 'finished_at', now)
+      ended = 1
     end
   end
 end
 redis.call('HSET', KEYS[5], 'active_at', now)
-return finished
+return {finished, ended}
 """
 
 
@@ -194,6 +199,7 @@ class Ledger:
         meta = keys.job(job_id, "meta")
         if self.redis.hget(meta, "state") == b"running":
             self.redis.hset(meta, mapping={"state": "cancelled", "finished_at": time.time()})
+            log_job(log, "cancelled", job_id)
 
     def job_ids(self, limit: int = 50) -> list[str]:
         return [_text(j) for j in self.redis.zrevrange(keys.JOB_INDEX, 0, limit - 1)]
@@ -286,15 +292,17 @@ class Ledger:
         for f in units:
             failure = json.dumps(f.failure.__dict__) if f.failure else ""
             argv += [f.unit_id, f.step, f.outcome, f.items, failure]
-        result = int(self._finish(
+        result, ended = self._finish(
             keys=[keys.job(job_id, p) for p in
                   ("units", "finished", "counts", "failed", "meta", "deliveries", "open",
                    "carry")],
             args=argv,
-        ))
-        if result < 0:
+        )
+        if int(result) < 0:
             raise UnknownUnit(f"job {job_id}: a unit of {units[0].step} was never registered")
-        return result
+        if ended:  # this call finished the job's last unit: the one "job ... finished" line
+            log_job(log, "finished", job_id)
+        return int(result)
 
     @staticmethod
     def step_counts(step: str, fields: Mapping[str, int]) -> dict[str, int]:
