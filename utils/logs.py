@@ -23,8 +23,9 @@ Celery's ``after_setup_logger`` signal) gives them this module's formatter and l
 Secrets never reach a line: errors raised on purpose are masked when built
 (``exceptions.CrawlError``), and ``RedactSecrets``, on every handler ``configure`` and
 ``reformat_handlers`` touch (``redact_handlers`` for any other), masks the finished
-text of each record (message, traceback, stack) with ``utils.urls.redact_text``: a
-line can quote a library's exception or a traceback raised elsewhere.
+text of each record (message, ``extra`` fields, traceback, stack) with
+``utils.urls.redact_text``: a line can quote a library's exception or a traceback
+raised elsewhere.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from utils.urls import redact_text, redact_url
+from utils.urls import redact_data, redact_text, redact_url
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 FORMATS = ("text", "json")
@@ -159,13 +160,18 @@ def log_job(log: logging.Logger, event: str, job_id: str, **fields: Any) -> None
 
 
 class RedactSecrets(logging.Filter):
-    """Masks credentials in a record's message, exception text and stack info."""
+    """Masks credentials in a record's message, its ``extra`` fields (Celery puts a
+    task's ``data`` there), exception text and stack info."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         masked = redact_text(message)
         if masked != message:
             record.msg, record.args = masked, None
+        for key, value in extras(record).items():
+            shown = redact_data(value)
+            if shown != value:
+                setattr(record, key, shown)
         if record.exc_info and not record.exc_text:  # formatters reuse exc_text
             record.exc_text = _TRACEBACKS.formatException(record.exc_info)
         if record.exc_text:

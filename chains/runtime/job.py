@@ -3,7 +3,9 @@
 ``status`` is the ledger's summary; ``overview`` adds what an operator asks first
 ("is it done, what failed, why is it slow"): times, progress of the growing
 fan-out, throughput now and on average, failures grouped by reason. The live
-dashboard and ``python -m monitor --once --json`` show the same dict.
+dashboard and ``python -m monitor --once --json`` show the same dict. Both show a
+failed unit's params with their secrets masked (``utils.urls.redact_data``); the
+ledger keeps them as given, for the unit to run again.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from chains.runtime.ledger import STEP_FIELDS, Failure, Ledger
 from chains.runtime.metrics import Metrics
+from utils.urls import redact_data
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -60,7 +63,7 @@ class Job:
             "elapsed_s": round(end - created, 3),
             "failures": [
                 {"unit_id": f.unit_id, "step": f.step, "reason": f.reason, "error": f.error,
-                 "params": f.params, "attempts": f.attempts, "first_at": f.first_at,
+                 "params": redact_data(f.params), "attempts": f.attempts, "first_at": f.first_at,
                  "failed_at": f.failed_at}
                 for f in failed[:failures]
             ],
@@ -123,7 +126,7 @@ def failure_groups(failed: list[Failure], examples: int = 3,
     return [
         {"reason": reason, "count": len(members),
          "steps": sorted({f.step for f in members}),
-         "examples": [{"unit_id": f.unit_id, "step": f.step, "params": f.params,
+         "examples": [{"unit_id": f.unit_id, "step": f.step, "params": redact_data(f.params),
                        "attempts": f.attempts} for f in members[:examples]]}
         for reason, members in ordered[:limit]
     ]

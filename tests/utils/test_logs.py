@@ -159,6 +159,18 @@ def test_a_traceback_whose_cause_quotes_a_secret_is_masked(
     assert "Traceback" in text and "RuntimeError: proxy refresh failed" in text
 
 
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_extra_fields_are_masked_in_either_format(fmt: str) -> None:
+    out = io.StringIO()
+    configure("INFO", fmt, out)
+    logging.getLogger("celery.app.trace").info("Task demo.web.page succeeded", extra={
+        "data": {"name": "demo.web.page", "args": f"[{{'url': 'https://h/p?token={SECRET}'}}]"},
+        "proxy": f"http://crawler:{SECRET}@10.0.0.7:3128", "status": 200})
+    text = out.getvalue()
+    assert SECRET not in text and text.count("***") == 2
+    assert "http://crawler:***@10.0.0.7:3128" in text and "token=***" in text
+
+
 def test_a_line_without_secrets_is_left_alone(logged: tuple[logging.Logger, io.StringIO]) -> None:
     logger, out = logged
     logger.info("unit %s done in %.1f s", "u-1", 0.25)
