@@ -139,7 +139,12 @@ spawn() {  # spawn NAME CMD...: run detached in its own session, record the pid
   local name="$1"; shift
   mkdir -p "$RUN" "$LOGS"
   if is_running "$name"; then say "$name: already running (pid $(cat "$(pidfile "$name")"))"; return 0; fi
-  setsid "$@" >>"$LOGS/$name.log" 2>&1 < /dev/null &
+  if [[ "$LOG_FORMAT" == json ]]; then  # every line JSON: what it prints too (utils/logs.py)
+    setsid "$@" > >(exec setsid "$PY" -m utils.logs wrap >>"$LOGS/$name.log" 2>&1) 2>&1 \
+      < /dev/null &
+  else
+    setsid "$@" >>"$LOGS/$name.log" 2>&1 < /dev/null &
+  fi
   echo $! > "$(pidfile "$name")"
   say "$name: started (pid $!)"
 }
@@ -216,10 +221,12 @@ all_queues() {  # every site's queue, and crawlchain's own (beat's launches)
   (cd "$ROOT/sites" && { ls -d */ | tr -d / | grep -v '^_'; echo crawlchain; } | paste -sd, -)
 }
 
+banner() { [[ "$LOG_FORMAT" != json ]] || echo --quiet; }  # Celery's banner is no JSON
+
 start_worker() {
   local proxies=() found
   found="$(sandbox_proxies)"; [[ -z "$found" ]] || proxies=("$found")
-  spawn "worker-$NAME" env ${proxies[@]+"${proxies[@]}"} "$CELERY" -A worker worker --hostname "$NAME@${CRAWLCHAIN_HOST:-%h}" \
+  spawn "worker-$NAME" env ${proxies[@]+"${proxies[@]}"} "$CELERY" $(banner) -A worker worker --hostname "$NAME@${CRAWLCHAIN_HOST:-%h}" \
     -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel "$LOG_LEVEL"
 }
 
@@ -231,7 +238,7 @@ check_beat_host() {  # one beat per cluster: CRAWLCHAIN_BEAT_HOST names its host
 
 start_beat() {
   check_beat_host
-  spawn beat "$CELERY" -A worker beat --loglevel "$LOG_LEVEL" --schedule "$RUN/celerybeat-schedule"
+  spawn beat "$CELERY" $(banner) -A worker beat --loglevel "$LOG_LEVEL" --schedule "$RUN/celerybeat-schedule"
 }
 
 start_flower() {  # Flower 2 serves /api without auth only when told to; loopback only

@@ -11,18 +11,26 @@ caller passes as ``extra`` are kept (JSON keys, or ``key=value`` after the text)
 The runtime logs each fetch with ``log_fetch`` (DEBUG) and each job's start and end
 with ``log_job`` (INFO), so every line of a kind carries the same fields.
 
+With ``LOG_FORMAT=json``, ``control.sh`` pipes each process's output through
+``python -m utils.logs wrap``, so that every line of its log file is JSON: a line a
+process prints outside logging (Celery's banner and shutdown notice, a warning given
+before logging is set up, a crash's traceback) becomes an object of its own
+(``"logger": "stdout"``), its secrets masked.
+
 A Celery process configures its own handlers; ``reformat_handlers`` (connected to
 Celery's ``after_setup_logger`` signal) gives them this module's formatter and level.
 
 Secrets never reach a line: errors raised on purpose are masked when built
 (``exceptions.CrawlError``), and ``RedactSecrets``, on every handler ``configure`` and
 ``reformat_handlers`` touch (``redact_handlers`` for any other), masks the finished
-text of each record (message, traceback, stack) with ``utils.urls.redact_text``: a
-line can quote a library's exception or a traceback raised elsewhere.
+text of each record (message, ``extra`` fields, traceback, stack) with
+``utils.urls.redact_text``: a line can quote a library's exception or a traceback
+raised elsewhere.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -30,7 +38,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from utils.urls import redact_text, redact_url
+from utils.urls import redact_data, redact_text, redact_url
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 FORMATS = ("text", "json")
@@ -152,13 +160,18 @@ def log_job(log: logging.Logger, event: str, job_id: str, **fields: Any) -> None
 
 
 class RedactSecrets(logging.Filter):
-    """Masks credentials in a record's message, exception text and stack info."""
+    """Masks credentials in a record's message, its ``extra`` fields (Celery puts a
+    task's ``data`` there), exception text and stack info."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         masked = redact_text(message)
         if masked != message:
             record.msg, record.args = masked, None
+        for key, value in extras(record).items():
+            shown = redact_data(value)
+            if shown != value:
+                setattr(record, key, shown)
         if record.exc_info and not record.exc_text:  # formatters reuse exc_text
             record.exc_text = _TRACEBACKS.formatException(record.exc_info)
         if record.exc_text:
@@ -173,3 +186,44 @@ def redact_handlers(logger: logging.Logger | None = None) -> None:
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, RedactSecrets) for f in handler.filters):
             handler.addFilter(RedactSecrets())
+
+
+RAW_LOGGER = "stdout"  # the logger named on a line a process printed outside logging
+
+
+def as_json_line(text: str) -> str:
+    """One printed line as one JSON log line: a JSON object passes as it is; any other
+    text becomes ``{"time", "level": "INFO", "logger": "stdout", "message"}``, masked."""
+    if text.startswith("{") and text.endswith("}"):
+        try:
+            if isinstance(json.loads(text), dict):
+                return text
+        except ValueError:
+            pass
+    record = logging.LogRecord(RAW_LOGGER, logging.INFO, "", 0, redact_text(text), None, None)
+    return JsonFormatter().format(record)
+
+
+def wrap_lines(source: TextIO, sink: TextIO) -> None:
+    """Copy ``source`` to ``sink`` line by line, each as JSON (``as_json_line``), flushed
+    as it comes so a log follower sees it at once; blank lines are dropped."""
+    for line in source:
+        text = line.rstrip("\r\n")
+        if text.strip():
+            sink.write(as_json_line(text) + "\n")
+            sink.flush()
+
+
+def main(argv: list[str]) -> int:
+    """``wrap``: standard input to standard output, every line JSON (``wrap_lines``)."""
+    if argv != ["wrap"]:
+        print("usage: python -m utils.logs wrap  (stdin -> stdout, every line JSON)",
+              file=sys.stderr)
+        return 2
+    wrap_lines(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"),
+               io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="replace"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

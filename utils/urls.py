@@ -33,7 +33,8 @@ normalisations only dedup needs (escape case, unreserved escapes decoded,
 query arguments sorted) live in ``utils.fingerprint.canonical_url``.
 
 ``redact_url`` / ``redact_text`` mask credentials (``user:***@``) and secret
-query values in URLs before they reach a log line or an error message.
+query values in URLs before they reach a log line or an error message;
+``redact_data`` does it to every string of a unit's params before a view shows them.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import quote, unquote, urlsplit
 
 import idna
@@ -294,6 +295,18 @@ def redact_text(text: str) -> str:
     that does not is cut there by this scan, as by every URL parser.
     """
     return _SECRET_QUERY.sub(r"\g<name>***", _CREDENTIALS.sub(_mask_userinfo, text))
+
+
+def redact_data(value: Any) -> Any:
+    """A JSON-like value (a unit's params) with every string in it masked by
+    ``redact_text``; for showing, never for sending."""
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {k: redact_data(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v) for v in value]
+    return value
 
 
 def url_origin(url: str) -> str:

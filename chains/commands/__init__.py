@@ -15,6 +15,8 @@ import pkgutil
 import sys
 from types import ModuleType
 
+from utils.logs import configure
+
 
 def commands() -> dict[str, ModuleType]:
     """Every subcommand module, by command name."""
@@ -40,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
     if rest and not args.passes_rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     args.rest = rest
+    try:
+        configure()  # LOG_LEVEL, LOG_FORMAT: "job ... started" at INFO, secrets masked
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         return int(args.run(args))
     except KeyboardInterrupt:

@@ -5,7 +5,9 @@ the verbs ``pause``, ``resume``, ``cancel`` and ``retry_failed`` (``job_control`
 ("is it done, what failed, why is it slow"): times, progress of the growing
 fan-out, throughput now and on average, failures grouped by step and error class.
 The live dashboard and ``python -m monitor --once --json`` show the same dict;
-``history`` lists recent jobs (``crawlchain jobs``).
+``history`` lists recent jobs (``crawlchain jobs``). Both views show a failed unit's
+params with their secrets masked (``utils.urls.redact_data``); the ledger keeps them
+as given, for the unit to run again.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from chains.runtime.job_control import JobControl
 from chains.runtime.ledger import RUNNING, STEP_FIELDS, TERMINAL, Failure, Ledger
 from chains.runtime.metrics import Metrics
+from utils.urls import redact_data
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -70,7 +73,7 @@ class Job:
             "failure_groups": failure_groups(failed),
             "failures": [
                 {"unit_id": f.unit_id, "step": f.step, "reason": f.reason, "error": f.error,
-                 "url": f.url, "params": f.params, "attempts": f.attempts,
+                 "url": f.url, "params": redact_data(f.params), "attempts": f.attempts,
                  "first_at": f.first_at, "failed_at": f.failed_at}
                 for f in failed[:failures]
             ],
@@ -162,7 +165,7 @@ def failure_groups(failed: list[Failure], examples: int = 3,
         {"step": step, "error": error, "count": len(members),
          "reason": max({f.reason for f in members}, key=[f.reason for f in members].count),
          "urls": [f.url for f in members[:examples] if f.url],
-         "examples": [{"unit_id": f.unit_id, "url": f.url, "params": f.params,
+         "examples": [{"unit_id": f.unit_id, "url": f.url, "params": redact_data(f.params),
                        "attempts": f.attempts} for f in members[:examples]]}
         for (step, error), members in ordered[:limit]
     ]

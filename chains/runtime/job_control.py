@@ -19,6 +19,7 @@ start (``Ledger.begin``), so it holds cluster-wide without talking to a worker:
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 
@@ -27,6 +28,9 @@ from chains.runtime.ledger import CANCELLED, PAUSED, RUNNING, Ledger
 from chains.runtime.routes import steps_of
 from chains.runtime.units import Unit, revived
 from external_interface import keys
+from utils.logs import log_job
+
+log = logging.getLogger(__name__)
 
 _PAUSE = """
 if redis.call('HGET', KEYS[1], 'state') ~= 'running' then return 0 end
@@ -133,6 +137,7 @@ class JobControl:
             return
         if not self._pause(keys=[keys.job(job_id, "meta")], args=[time.time()]):
             raise JobStateError(f"job {job_id} is {state}: only a running job can be paused")
+        log_job(log, PAUSED, job_id)
 
     def resume(self, job_id: str) -> int:
         """Run a paused job again; returns how many parked units were sent again."""
@@ -141,7 +146,9 @@ class JobControl:
             raise JobStateError(f"job {job_id} is {state}, not paused: nothing to resume")
         payloads = self._resume(keys=[keys.job(job_id, p) for p in ("meta", "parked", "open")],
                                 args=[time.time()])
-        return self._publish(job_id, payloads)
+        sent = self._publish(job_id, payloads)
+        log_job(log, "resumed", job_id, units=sent)
+        return sent
 
     def cancel(self, job_id: str) -> int:
         """End the job now; returns how many open units were recorded as cancelled (every
@@ -161,6 +168,7 @@ class JobControl:
                 chunk = []
         if chunk:
             cancelled += int(self._cancel_units(keys=unit_keys, args=chunk))
+        log_job(log, CANCELLED, job_id, units=cancelled)
         return cancelled
 
     def retry_failed(self, job_id: str, step: str | None = None,
@@ -178,7 +186,9 @@ class JobControl:
             keys=[keys.job(job_id, p) for p in ("finished", "failed", "counts", "units", "open",
                                                 "deliveries", "retryable", "meta")],
             args=[time.time(), *chosen])
-        return self._publish(job_id, payloads)
+        sent = self._publish(job_id, payloads)
+        log_job(log, "retried", job_id, units=sent)
+        return sent
 
     def _publish(self, job_id: str, payloads: Iterable[bytes | str]) -> int:
         """Send open units again, grouped into messages of their step and depth."""

@@ -7,6 +7,7 @@ hoc in a shell, or pointed at another server, needs no worker restart.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -17,12 +18,15 @@ from chains.runtime.dispatch import Publisher
 from chains.runtime.job import Job
 from chains.runtime.session import current
 from chains.runtime.units import make_unit
+from utils.logs import log_job
 
 if TYPE_CHECKING:
     from chains.runtime.context import Runtime
     from chains.runtime.model import Chain
 
 LAUNCH_QUEUE = "crawlchain"
+
+log = logging.getLogger(__name__)
 
 
 def worker_queues() -> set[str]:
@@ -87,4 +91,5 @@ def launch_many(chain: Chain, params: list[dict[str, Any]], job_ids: list[str] |
                  .model_dump(mode="json") for site, values in overrides.items()}
         rt.ledger.create_job(job_id, dumped, root, fixed)
         publisher.spawn(chain, job_id, {chain.start: [make_unit(chain.start, root)]}, depth=0)
+        log_job(log, "started", job_id, chain=chain.name)
     return [Job(job_id, rt.ledger, rt.dispatch) for job_id in ids]

@@ -28,6 +28,7 @@ Every key of a job carries the hash tag ``{job_id}`` (see ``keys.job``).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +37,9 @@ from typing import Any, Literal
 import redis
 
 from external_interface import keys
+from utils.logs import log_job
+
+log = logging.getLogger(__name__)
 
 Outcome = Literal["done", "skipped", "gone", "failed", "cancelled"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "gone", "failed", "cancelled")
@@ -63,10 +67,10 @@ return new
 """
 
 _FINISH = """
-local now, finished, pending = ARGV[1], 0, 0
+local now, finished, pending, ended = ARGV[1], 0, 0, ''
 local first = 5 + 2 * tonumber(ARGV[2])
 for i = first, #ARGV, 5 do
-  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return -1 end
+  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return {-1, ''} end
 end
 for i = 5, first - 1, 2 do
   redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
@@ -96,12 +100,12 @@ if finished > 0 and pending == 0 then
   local state = redis.call('HGET', KEYS[5], 'state')
   if state == 'running' or state == 'paused' then
     local failed = tonumber(redis.call('HGET', KEYS[3], 'failed') or '0')
-    redis.call('HSET', KEYS[5], 'state', failed > 0 and 'finished_with_failures' or 'finished',
-               'finished_at', now)
+    ended = failed > 0 and 'finished_with_failures' or 'finished'
+    redis.call('HSET', KEYS[5], 'state', ended, 'finished_at', now)
   end
 end
 redis.call('HSET', KEYS[5], 'active_at', now)
-return finished
+return {finished, ended}
 """
 
 
@@ -309,15 +313,17 @@ class Ledger:
         for f in units:
             failure = json.dumps(f.failure.__dict__) if f.failure else ""
             argv += [f.unit_id, f.step, f.outcome, f.items, failure]
-        result = int(self._finish(
+        result, ended = self._finish(
             keys=[keys.job(job_id, p) for p in
                   ("units", "finished", "counts", "failed", "meta", "deliveries", "open",
                    "carry", "retryable")],
             args=argv,
-        ))
-        if result < 0:
+        )
+        if int(result) < 0:
             raise UnknownUnit(f"job {job_id}: a unit of {units[0].step} was never registered")
-        return result
+        if ended:  # this call finished the job's last unit: the one "job ... finished" line
+            log_job(log, _text(ended), job_id)
+        return int(result)
 
     @staticmethod
     def step_counts(step: str, fields: Mapping[str, int]) -> dict[str, int]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from external_interface.storage import ItemStore
+from utils.urls import redact_url
 
 
 def store_from_url(url: str) -> ItemStore:
@@ -34,6 +35,6 @@ def store_from_url(url: str) -> ItemStore:
 
         return PostgresStore.from_url(url)
     raise ValueError(
-        f"STORAGE_URL: unknown scheme {scheme!r} in {url!r} "
+        f"STORAGE_URL: unknown scheme {scheme!r} in {redact_url(url)!r} "
         "(known: sqlite, jsonl, http, https, mongodb, mongodb+srv, postgresql)"
     )

@@ -17,6 +17,7 @@ from utils.urls import (
     fetch_url,
     normalize_url,
     numeric_ipv4,
+    redact_data,
     redact_text,
     redact_url,
     secret_free,
@@ -230,3 +231,12 @@ def test_an_error_may_be_chained_only_when_no_cause_quotes_a_secret() -> None:
     except RuntimeError as leaky:
         assert not secret_free(leaky)
     assert secret_free(RuntimeError("proxy failed")) and secret_free(OSError("reset"))
+
+
+def test_every_string_in_a_units_params_is_masked_for_showing() -> None:
+    params = {"url": "https://u:pw1@h/x?token=t0k", "seen": ["redis://:pw2@r:6379/0", 3],
+              "nested": {"proxy": "http://a:pw3@p:8080"}, "page": 2, "note": None}
+    assert redact_data(params) == {
+        "url": "https://u:***@h/x?token=***", "seen": ["redis://:***@r:6379/0", 3],
+        "nested": {"proxy": "http://a:***@p:8080"}, "page": 2, "note": None}
+    assert params["url"] == "https://u:pw1@h/x?token=t0k"  # the given value is left alone

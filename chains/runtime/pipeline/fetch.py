@@ -6,11 +6,13 @@ captcha answer, signature last), or the unit waits for an empty pool; the site's
 cluster-wide slot (and its exit's, when the site limits each proxy) is taken, or
 the unit waits for it; then the bounded fetch, judged by the site's ban rules (by
 content) and then by status. Runs come back as their responses arrive, so the parse
-phase works on one while the others are still on the wire.
+phase works on one while the others are still on the wire. At DEBUG, each fetch is
+one log line (``utils.logs.log_fetch``): what the job summary counts as ``requests``.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from concurrent.futures import as_completed
@@ -23,6 +25,9 @@ from config import Politeness
 from exceptions import CrawlError, NoResource, RateLimited
 from external_interface.politeness import MustWait, acquire
 from external_interface.providers.outfit import NeedResource, check_response, equip
+from utils.logs import log_fetch
+
+log = logging.getLogger(__name__)
 
 
 def fetch(batch: Batch, runs: list[UnitRun]) -> Iterator[UnitRun]:
@@ -94,9 +99,22 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
             if isinstance(exc, RateLimited) and (r.outfit is None or r.outfit.proxy is None):
                 batch.rt.limiter.penalize(site, exc.retry_after)
             point = FetchPoint(exc.status or 0, 0, time.monotonic() - started)
+            _logged(batch, r, point)
             return r.but(fetch=point).failed(exc)
     point = FetchPoint(response.status, len(response.body), time.monotonic() - started)
+    _logged(batch, r, point)
     return r.but(fetch=point, response=response)
+
+
+def _logged(batch: Batch, r: UnitRun, point: FetchPoint) -> None:
+    """The fetch's DEBUG line (the URL redacted, the proxy by its id); free above DEBUG."""
+    if log.isEnabledFor(logging.DEBUG):
+        request = r.outfit.request if r.outfit is not None else r.request
+        assert request is not None
+        log_fetch(log, site=batch.site.name, step=batch.step.name.split(".", 1)[-1],
+                  url=request.full_url, status=point.status, nbytes=point.nbytes,
+                  seconds=point.seconds, proxy=r.outfit.proxy if r.outfit else None,
+                  job_id=batch.job_id)
 
 
 def _slots(batch: Batch, r: UnitRun) -> ExitStack:

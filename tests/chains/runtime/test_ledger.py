@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -9,7 +10,7 @@ import pytest
 import redis
 
 from chains.runtime.dispatch import Recorder
-from chains.runtime.job_control import JobControl
+from chains.runtime.job_control import JobControl, JobStateError
 from chains.runtime.ledger import Carry, Failure, Finish, Ledger
 
 
@@ -155,3 +156,45 @@ def test_a_refill_credits_the_job_that_asked_for_it(redis_client: redis.Redis) -
     ledger.credit_requester("refill", {"cookie_refreshes": 1, "captcha_solves": 1})
     counts = ledger.counts("crawl")["user_info"]
     assert (counts["cookie_refreshes"], counts["captcha_solves"]) == (1, 1)
+
+
+def job_lines(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str]]:
+    return [(r.levelname, r.getMessage()) for r in caplog.records
+            if r.name == "chains.runtime.ledger"]
+
+
+def test_the_job_end_is_one_info_line_from_the_call_that_finished_it(
+        redis_client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="chains.runtime.ledger")
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("a", "feed"), ("b", "feed")])
+    ledger.finish_many("j1", [Finish("a", "feed", "done")])
+    assert job_lines(caplog) == []  # b is still open
+    ledger.finish_many("j1", [Finish("b", "feed", "done"), Finish("a", "feed", "done")])
+    ledger.finish_many("j1", [Finish("b", "feed", "done")])  # a redelivery: no second line
+    assert job_lines(caplog) == [("INFO", "job j1 finished")]
+    [record] = [r for r in caplog.records if r.name == "chains.runtime.ledger"]
+    assert (record.__dict__["job_id"], record.__dict__["event"]) == ("j1", "finished")
+
+
+def test_a_cancel_is_the_job_end_line_and_a_second_cancel_is_refused(
+        redis_client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO)
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("a", "feed")])
+    control = JobControl(ledger, Recorder())
+    control.cancel("j1")
+    with pytest.raises(JobStateError, match="only a running or paused job can be cancelled"):
+        control.cancel("j1")
+    ledger.finish_many("j1", [Finish("a", "feed", "done")])  # a cancelled job never finishes
+    lines = [(r.levelname, r.getMessage()) for r in caplog.records if "job j1" in r.getMessage()]
+    assert lines == [("INFO", "job j1 cancelled")]
+
+
+def test_a_job_with_a_failure_ends_in_one_line_naming_its_outcome(
+        redis_client: redis.Redis, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="chains.runtime.ledger")
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("a", "feed")])
+    ledger.finish_many("j1", [Finish("a", "feed", "failed")])
+    assert job_lines(caplog) == [("INFO", "job j1 finished_with_failures")]

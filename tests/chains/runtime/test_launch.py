@@ -1,0 +1,54 @@
+"""Launching, as an operator's log sees it: one INFO line per job started."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from chains.demo import demo
+from chains.runtime.checks import ChainError
+from chains.runtime.context import Runtime
+from chains.runtime.dispatch import Recorder
+from chains.runtime.launch import launch, launch_many
+from chains.runtime.model import Chain, Step
+from config import Settings
+
+
+@pytest.fixture
+def runtime(redis_socket: Path, redis_client: redis.Redis, tmp_path: Path,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
+    db = redis_client.connection_pool.connection_kwargs["db"]
+    monkeypatch.setenv("STATE_REDIS_URL", f"unix://{redis_socket}?db={db}")
+    monkeypatch.setenv("STORAGE_URL", f"sqlite:///{tmp_path / 'items.db'}")
+    built = Runtime.from_settings(Settings(), Recorder())
+    yield built
+    built.close()
+
+
+def started(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "chains.runtime.launch"]
+
+
+def test_each_job_launched_is_one_info_line_with_its_id_and_chain(
+        runtime: Runtime, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="chains.runtime.launch")
+    one = launch(demo, {"page": 1}, runtime=runtime)
+    shards = launch_many(demo, [{"page": 2}, {"page": 3}], runtime=runtime)
+    records = started(caplog)
+    assert [(r.levelname, r.getMessage()) for r in records] == [
+        ("INFO", f"job {job.job_id} started") for job in [one, *shards]]
+    assert {(r.__dict__["job_id"], r.__dict__["chain"]) for r in records} == {
+        (job.job_id, "demo") for job in [one, *shards]}
+
+
+def test_a_launch_refused_by_the_checks_logs_no_start(
+        runtime: Runtime, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="chains.runtime.launch")
+    broken = Chain(name="broken", start="feed", steps={"feed": Step(task="demo.h5.nowhere")})
+    with pytest.raises(ChainError, match=r"demo\.h5\.nowhere"):
+        launch(broken, {"page": 1}, runtime=runtime)
+    assert started(caplog) == []
