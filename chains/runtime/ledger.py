@@ -54,27 +54,36 @@ TERMINAL = frozenset({FINISHED, FINISHED_WITH_FAILURES, CANCELLED})
 
 _REGISTER = """
 if redis.call('HGET', KEYS[4], 'state') == 'cancelled' then return {} end
-local new = {}
+local new, spawned, payloads = {}, {}, {}
 for i = 1, #ARGV, 3 do
   if redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) == 1 then
-    redis.call('HINCRBY', KEYS[2], ARGV[i + 1] .. ':spawned', 1)
-    if ARGV[i + 2] ~= '' then redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 2]) end
+    local key = ARGV[i + 1] .. ':spawned'
+    spawned[key] = (spawned[key] or 0) + 1
+    if ARGV[i + 2] ~= '' then
+      payloads[#payloads + 1] = ARGV[i]
+      payloads[#payloads + 1] = ARGV[i + 2]
+    end
     new[#new + 1] = ARGV[i]
   end
 end
+for key, n in pairs(spawned) do redis.call('HINCRBY', KEYS[2], key, n) end
+if #payloads > 0 then redis.call('HSET', KEYS[3], unpack(payloads)) end
 if #new > 0 then redis.call('HINCRBY', KEYS[2], 'pending', #new) end
 return new
 """
 
 _FINISH = """
-local now, finished, pending, ended = ARGV[1], 0, 0, ''
+local now, finished, ended = ARGV[1], 0, ''
 local first = 5 + 2 * tonumber(ARGV[2])
-for i = first, #ARGV, 5 do
-  if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then return {-1, ''} end
+local ids = {}
+for i = first, #ARGV, 5 do ids[#ids + 1] = ARGV[i] end
+if #ids > 0 then
+  for _, step in ipairs(redis.call('HMGET', KEYS[1], unpack(ids))) do
+    if not step then return {-1, ''} end
+  end
 end
-for i = 5, first - 1, 2 do
-  redis.call('HINCRBY', KEYS[3], ARGV[i], ARGV[i + 1])
-end
+local add, done = {}, {}
+for i = 5, first - 1, 2 do add[ARGV[i]] = (add[ARGV[i]] or 0) + tonumber(ARGV[i + 1]) end
 if ARGV[3] ~= '' then
   if ARGV[4] ~= '' then redis.call('HSET', KEYS[8], ARGV[3], ARGV[4])
   else redis.call('HDEL', KEYS[8], ARGV[3]) end
@@ -82,26 +91,37 @@ end
 for i = first, #ARGV, 5 do
   local unit, step, outcome, items, failure = ARGV[i], ARGV[i+1], ARGV[i+2], ARGV[i+3], ARGV[i+4]
   if redis.call('HSETNX', KEYS[2], unit, outcome) == 1 then
-    redis.call('HINCRBY', KEYS[3], step .. ':' .. outcome, 1)
-    if tonumber(items) > 0 then redis.call('HINCRBY', KEYS[3], step .. ':items', items) end
+    local key = step .. ':' .. outcome
+    add[key] = (add[key] or 0) + 1
+    if tonumber(items) > 0 then add[step .. ':items'] = (add[step .. ':items'] or 0) + items end
     if outcome == 'failed' then
-      redis.call('HINCRBY', KEYS[3], 'failed', 1)
+      add['failed'] = (add['failed'] or 0) + 1
       if failure ~= '' then redis.call('HSET', KEYS[4], unit, failure) end
       local payload = redis.call('HGET', KEYS[7], unit)
       if payload then redis.call('HSET', KEYS[9], unit, payload) end
     end
-    redis.call('HDEL', KEYS[6], unit)
-    redis.call('HDEL', KEYS[7], unit)
-    pending = redis.call('HINCRBY', KEYS[3], 'pending', -1)
-    finished = finished + 1
+    done[#done + 1] = unit
   end
 end
-if finished > 0 and pending == 0 then
-  local state = redis.call('HGET', KEYS[5], 'state')
-  if state == 'running' or state == 'paused' then
-    local failed = tonumber(redis.call('HGET', KEYS[3], 'failed') or '0')
-    ended = failed > 0 and 'finished_with_failures' or 'finished'
-    redis.call('HSET', KEYS[5], 'state', ended, 'finished_at', now)
+finished = #done
+if finished > 0 then add['pending'] = -finished end
+local pending = 0
+for key, n in pairs(add) do
+  if n ~= 0 then
+    local now_n = redis.call('HINCRBY', KEYS[3], key, n)
+    if key == 'pending' then pending = now_n end
+  end
+end
+if finished > 0 then
+  redis.call('HDEL', KEYS[6], unpack(done))
+  redis.call('HDEL', KEYS[7], unpack(done))
+  if pending == 0 then
+    local state = redis.call('HGET', KEYS[5], 'state')
+    if state == 'running' or state == 'paused' then
+      local failed = tonumber(redis.call('HGET', KEYS[3], 'failed') or '0')
+      ended = failed > 0 and 'finished_with_failures' or 'finished'
+      redis.call('HSET', KEYS[5], 'state', ended, 'finished_at', now)
+    end
   end
 end
 redis.call('HSET', KEYS[5], 'active_at', now)
