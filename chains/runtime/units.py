@@ -60,9 +60,10 @@ def children(chain: Chain, step: str, records: Mapping[str, list[dict[str, Any]]
     return {name: list(units.values()) for name, units in out.items()}
 
 
-def by_depth(step: str, depth: int,
-             kids: Mapping[str, Iterable[Unit]]) -> dict[int, dict[str, list[Unit]]]:
-    """A next page stays at its list's depth; a linked child goes one deeper.
+def by_depth(step: str, depth: int, kids: Mapping[str, Iterable[Unit]],
+             hop: int = 1) -> dict[int, dict[str, list[Unit]]]:
+    """A next page stays at its list's depth; a linked child goes ``hop`` deeper (one,
+    or none for a ``same_depth`` step's children).
 
     Depth orders the queue (deeper first) and bounds the job: counting next pages
     would starve parallel lists, and cut a long list at ``max_depth``.
@@ -71,7 +72,7 @@ def by_depth(step: str, depth: int,
     for child_step, units in kids.items():
         for unit in units:
             same_list = child_step == step and unit.get("page", 0) > 0
-            out.setdefault(depth + (0 if same_list else 1), {}).setdefault(
+            out.setdefault(depth + (0 if same_list else hop), {}).setdefault(
                 child_step, []).append(unit)
     return out
 

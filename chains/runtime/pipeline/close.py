@@ -6,7 +6,9 @@ First the fates are judged against the budgets: a rotation past
 message was interrupted) is retried. Then one ``match`` sorts them: done, unchanged
 and skipped units are finished and failed ones recorded, with the batch's statistics
 and what the message carries on, in one atomic ledger call; dedup marks go first
-(after the save, never before). Units that wait go back with a countdown and units
+(after the save, never before). The adaptive throttle hears what the batch's fetches
+met (``polite.observe``: once per batch and bucket). Units that wait go back with a
+countdown and units
 whose resource was burnt go back at once (neither spends a retry); what is left to
 retry is returned for the task adapter to retry with backoff (Retry-After wins).
 Pools the batch found dry or low get their refill chain launched.
@@ -25,6 +27,7 @@ from chains.runtime.launch import launch
 from chains.runtime.ledger import Carry, Failure, Finish
 from chains.runtime.metrics import Metrics, Tally
 from chains.runtime.model import get_chain
+from chains.runtime.pipeline import polite
 from chains.runtime.pipeline.prepare import (
     Batch,
     Done,
@@ -91,6 +94,7 @@ def close(batch: Batch, runs: list[UnitRun], carry: Carry | None = None) -> Clos
     batch.rt.ledger.finish_many(batch.job_id, ends,
                                 batch.rt.ledger.step_counts(step, counts), carry)
     Metrics(batch.rt.redis).send(tally(batch.step.name, runs, ends), batch.job_id)
+    polite.observe(batch, runs)
     if waits or rotate:
         _send_back(batch, waits, rotate)
     if batch.gear is not None:

@@ -14,8 +14,10 @@ fate is a closed type the close phase matches on:
     Failed(error, message)      for good, with the reason kept in the ledger
 
 Prepare itself: the poison check (a unit whose worker died too often), params
-validated (invalid ones fail for good), the request built, the job's allowed
-domains, and the recrawl decision for the whole batch in one dedup round trip.
+validated (invalid ones fail for good), the request built under the site's default
+browser headers, the job's allowed domains, the recrawl decision for the whole batch
+in one dedup round trip, robots.txt (``pipeline.robots``), and the job's cap on the
+step's units (``Step.max_units``, one round trip: ``chains.runtime.quota``).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from chains.runtime.pipeline import robots
+from chains.runtime.quota import Quota
 from chains.runtime.site import Signal, UnitContext
 from exceptions import (
     CrawlError,
@@ -115,11 +119,14 @@ def obey(hook: str, signal: Signal) -> Fate | None:
 # -- the values -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class FetchPoint:
-    """One fetch as the metrics count it: status (0 when no response came), bytes, seconds."""
+    """One fetch as the metrics and the throttle count it: status (0 when no response
+    came), bytes, seconds, the Retry-After it carried, when it ended (monotonic)."""
 
     status: int
     nbytes: int
     seconds: float
+    retry_after_s: float | None = None
+    ended: float | None = None
 
 
 @dataclass(frozen=True)
@@ -202,8 +209,32 @@ def prepare(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
     for r in runs:
         plan, skip = decided.get(id(r), (None, False))
         r = replace(r, recrawl=plan)
-        out.append(r.ended(Skipped("fresh")) if skip else r)
-    return out
+        out.append(r.ended(Skipped("fresh")) if skip else _obey_robots(batch, r))
+    return _within_cap(batch, out)
+
+
+def _obey_robots(batch: Batch, r: UnitRun) -> UnitRun:
+    """The unit, or its end when robots.txt refuses its URL (for good, or for now)."""
+    if not r.live or r.request is None:
+        return r
+    refused = robots.refusal(batch, r.request.full_url)
+    if refused is None:
+        return r
+    if refused.wait_s is None:
+        return r.ended(Skipped(refused.reason))
+    return r.ended(RetryAfter(refused.wait_s, refused.reason, "wait"))
+
+
+def _within_cap(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
+    """Live units past the job's cap on the step's units end skipped, unfetched."""
+    cap = batch.chain.steps[batch.envelope["step"]].max_units
+    live = [r for r in runs if r.live]
+    if cap is None or not live:
+        return runs
+    admitted = Quota(batch.rt.redis).claim(batch.job_id, batch.envelope["step"], cap,
+                                           [r.unit["id"] for r in live])
+    refused = {id(r) for r, ok in zip(live, admitted, strict=True) if not ok}
+    return [r.ended(Skipped("max-units")) if id(r) in refused else r for r in runs]
 
 
 def _prepare_one(batch: Batch, r: UnitRun) -> UnitRun:
@@ -216,10 +247,12 @@ def _prepare_one(batch: Batch, r: UnitRun) -> UnitRun:
         params = batch.step.params(r.unit["params"])
         ctx = UnitContext(envelope["job"], envelope["step"], batch.step.name, r.unit["id"],
                           params, envelope["depth"], batch.settings)  # type: ignore[arg-type]
-        request = batch.step.request(params, batch.settings)
+        request = batch.site.dress(batch.step.request(params, batch.settings),
+                                   batch.rt.settings.headers, r.unit["id"])
         if not batch.allowed.allows_url(request.url):
             raise OffSite(f"{request.url} is outside the job's allowed domains",
                           url=request.url)
     except PermanentError as exc:
         return r.failed(exc)
     return replace(r, ctx=ctx, request=request)
+
