@@ -2,7 +2,8 @@
 
 A cluster is what production runs, started fresh for every measured run: the
 embedded ``redis-server`` on a unix socket (AOF on, as by default) and K Celery
-workers as real processes on queue ``properties``, items in SQLite. Every process
+workers as real processes on queue ``properties`` (or the ``queues`` given), items
+in SQLite. Every process
 runs under ``timeout`` so it ends by itself, and is stopped by pid.
 
 A run launches the chain (one job, or one job per shard) once the workers answer
@@ -102,9 +103,11 @@ class Cluster:
     """redis-server and the workers in ``workdir``, for one run."""
 
     def __init__(self, workdir: Path, base_url: str, layout: Layout,
-                 log_level: str = "WARNING", extra_env: dict[str, str] | None = None) -> None:
+                 log_level: str = "WARNING", extra_env: dict[str, str] | None = None,
+                 queues: str = "properties") -> None:
         self.workdir = workdir
         self.layout = layout
+        self.queues = queues
         self.log_level = log_level
         self.socket = workdir / "redis.sock"
         self.env = local_env(workdir, self.socket, {
@@ -123,7 +126,7 @@ class Cluster:
         embedded_redis.wait_ready(self.socket, self.procs["redis"])
         for i in range(self.layout.workers):
             self.procs[f"worker{i}"] = self._spawn(f"worker{i}", [
-                sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", "properties",
+                sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", self.queues,
                 "--pool", self.layout.pool, "--concurrency", str(self.layout.worker_concurrency),
                 "--hostname", f"bench{i}@%h", "--loglevel", self.log_level,
                 "--without-mingle", "--without-gossip"])

@@ -8,7 +8,9 @@ Per unit, before its fetch (the fetch phase):
     ceiling   the strictest of the site's declared ``Politeness`` (``POLITE_SITES``
               overrides it) and robots.txt's ``Crawl-delay`` for the URL's origin
     policy    the throttle's current policy for the bucket, never above the ceiling;
-              the ceiling itself when the throttle is off (``THROTTLE_ENABLED``)
+              the ceiling itself when the throttle is off (``THROTTLE_ENABLED``);
+              None (no slot, no round trip) while the throttle's window is open: a
+              server that never pushed back costs nothing per request
 
 After the batch (the close phase), ``observe`` feeds each bucket's responses to the
 throttle in one call per bucket: latency, status, Retry-After. A fetch through a
@@ -24,6 +26,7 @@ from urllib.parse import urlsplit
 from external_interface.politeness.throttle import (
     Observation,
     crawl_delay_policy,
+    is_open,
     strictest,
 )
 
@@ -78,9 +81,13 @@ def crawl_delay(batch: Batch, url: str) -> float | None:
 
 
 def policy(batch: Batch, key: str, cap: Politeness | None) -> Politeness | None:
-    """The policy in force for ``key``: the throttle's under ``cap``, or ``cap`` alone."""
+    """The policy in force for ``key``: the throttle's under ``cap``, or ``cap`` alone;
+    None when nothing limits the key (no slot to take)."""
     throttle = batch.rt.throttle
-    return cap if throttle is None else throttle.current(key, cap)
+    if throttle is None:
+        return cap
+    current = throttle.current(key, cap)
+    return None if is_open(current, batch.rt.settings.throttle.max_concurrency, cap) else current
 
 
 def observe(batch: Batch, runs: list[UnitRun]) -> None:
