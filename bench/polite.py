@@ -42,8 +42,8 @@ from typing import Any
 
 from bench import report
 from bench.crawl_project import Cluster, Layout
-from bench.properties import bench_dir
 from bench.proctree import wait_quiet
+from bench.properties import bench_dir
 from chains.polite import polite
 from chains.runtime.launch import launch
 from sandbox.polite.catalogue import chain_requests, expected_records
