@@ -17,7 +17,10 @@ server saying "too fast" in the other common way). A plain 5xx is noise unless
 its share rises: a fast and a slow moving average of the 5xx share are kept
 (over about 20 and 200 responses), and only a fast share above 25 % and above
 twice the slow share plus 10 points counts, so a steady 10 % of random 503s
-never slows the crawl while a server starting to fail under load does.
+never slows the crawl while a server starting to fail under load does. Both
+averages start as plain means of what a key has seen (their weight is 1/n until
+n reaches 20 or 200), so a server that fails the same share from its first
+answer (every URL's first ask, say) is not taken for one starting to fail.
 *Latency* is a fast average of good responses against a baseline that follows
 it down at once and up only over about 30 s; a fast average above 3 x the
 baseline + 50 ms is a signal too (a queue building up at the server).
