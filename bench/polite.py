@@ -46,7 +46,7 @@ from bench.proctree import wait_quiet
 from bench.properties import bench_dir
 from chains.polite import polite
 from chains.runtime.launch import launch
-from sandbox.polite.catalogue import chain_requests, expected_records
+from sandbox.polite.catalogue import Shape, chain_requests, expected_records
 
 ROOT = Path(__file__).resolve().parent.parent
 RATE = 50.0  # the server's token bucket, per client address
@@ -83,9 +83,11 @@ class Served:
                 self.proc.wait()
 
 
-def serve(defences: bool, max_seconds: float = 1800.0) -> Served:
+def serve(defences: bool, max_seconds: float = 1800.0, shape: Shape | None = None) -> Served:
     """The polite site on a free port, with or without its defences, once listening."""
     cmd = [sys.executable, "-m", "sandbox.polite", "--max-seconds", str(max_seconds)]
+    if shape is not None:
+        cmd += ["--categories", str(shape.categories), "--items", str(shape.items_per_category)]
     proc = subprocess.Popen(cmd + ([] if defences else ["--no-defences"]), cwd=ROOT,
                             stdout=subprocess.PIPE, text=True, start_new_session=True)
     assert proc.stdout is not None
@@ -96,7 +98,8 @@ def serve(defences: bool, max_seconds: float = 1800.0) -> Served:
     return Served(line[0].rstrip("/"), proc)
 
 
-def crawl_once(workdir: Path, url: str, throttle: bool, timeout: float) -> dict[str, Any]:
+def crawl_once(workdir: Path, url: str, throttle: bool, timeout: float,
+               shape: Shape | None = None) -> dict[str, Any]:
     """One job of the polite chain on a fresh cluster: its time and whether it is exact."""
     cluster = Cluster(workdir, url, LAYOUT, extra_env={
         "THROTTLE_ENABLED": "1" if throttle else "0"}, queues="polite")
@@ -112,7 +115,7 @@ def crawl_once(workdir: Path, url: str, throttle: bool, timeout: float) -> dict[
                 "retried": status["totals"]["retried"],
                 "unit_requests": status["totals"]["requests"],
                 "exact": status["state"] == "finished" and not status["failures"]
-                and stored == expected_records()}
+                and stored == expected_records(shape=shape)}
     finally:
         cluster.stop()
 
