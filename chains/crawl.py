@@ -99,9 +99,9 @@ def launch_crawl(starts: Sequence[str], allow_domains: Sequence[str] = (),
                  http_cache: bool = False, runtime: Runtime | None = None) -> Job:
     """Launch a generic crawl; with ``read_sitemaps``, the sitemaps robots.txt names for
     each start's origin are crawled too (``sitemaps`` are, whatever it says)."""
-    rt = runtime or current()
     planned = plan_crawl(starts, allow_domains, max_depth, allow, deny, max_pages, sitemaps,
-                         http_cache)
+                         http_cache)  # bad options fail here, before any connection
+    rt = runtime or current()
     found = list(sitemaps)
     if read_sitemaps:
         robots = rt.robots_for(http_cache)
