@@ -285,7 +285,9 @@ class ThrottleSettings(BaseSettings):
     min_rate_per_s: float = Field(0.5, gt=0, description="The rate never falls below this.")
     max_rate_per_s: float = Field(10_000.0, gt=0, description="The rate never rises above this.")
     max_concurrency: int = Field(64, ge=1, description="Most requests in flight at one key, "
-                                 "across the cluster.")
+                                 "across the cluster. A key whose slow start reaches it with "
+                                 "no sign of trouble is open: no slot is taken per request "
+                                 "(the fetch threads are the limit) until its first signal.")
     max_retry_after_s: float = Field(
         30.0, ge=0, description="Cap on a Retry-After honoured for the whole key (a unit "
         "waits for it through the limiter, so POLITE_MAX_WAIT_S caps its countdown).")

@@ -16,7 +16,8 @@
 #   ./control.sh logs [component]
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv|json|parquet] [--out FILE]
 #                      [--job JOB_ID] [--since WHEN] [--fields A,B]
-#   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export [args]   (python -m bench.X --help)
+#   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export|polite|generic [args]
+#                      (python -m bench.X --help)
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #
@@ -366,8 +367,8 @@ cmd_test() {
 cmd_bench() {
   local what="${1:-}"; [[ $# -gt 0 ]] && shift
   case "$what" in
-    dedup|storage|crawl|chain|rate_limit|export) "$PY" -m "bench.$what" "$@" ;;
-    *) die "bench: expected one of: dedup, storage, crawl, chain, rate_limit, export" ;;
+    dedup|storage|crawl|chain|rate_limit|export|polite|generic) "$PY" -m "bench.$what" "$@" ;;
+    *) die "bench: expected one of: dedup, storage, crawl, chain, rate_limit, export, polite, generic" ;;
   esac
 }
 

@@ -2,7 +2,8 @@
 
 A cluster is what production runs, started fresh for every measured run: the
 embedded ``redis-server`` on a unix socket (AOF on, as by default) and K Celery
-workers as real processes on queue ``properties``, items in SQLite. Every process
+workers as real processes on queue ``properties`` (or the ``queues`` given), items
+in SQLite. Every process
 runs under ``timeout`` so it ends by itself, and is stopped by pid.
 
 A run launches the chain (one job, or one job per shard) once the workers answer
@@ -36,6 +37,7 @@ from bench.redis_cost import RedisCost, RedisSnapshot
 from chains.broker.dispatch import CeleryDispatch
 from chains.runtime.context import Runtime
 from chains.runtime.launch import launch_many
+from chains.runtime.ledger import FINISHED, FINISHED_WITH_FAILURES
 from chains.runtime.model import Chain
 from sandbox.cluster import local_env, runtime_for
 from utils import embedded_redis
@@ -237,7 +239,7 @@ def wait_finished(res: Runtime, jobs: list[str], timeout: float) -> int:
     polls = 0
     while left:
         polls += 1
-        if res.ledger.state(left[0]) == "finished":
+        if res.ledger.state(left[0]) in (FINISHED, FINISHED_WITH_FAILURES):
             left.pop(0)
             continue
         if time.monotonic() > deadline:

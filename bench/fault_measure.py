@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from chains.runtime.ledger import Failure
+from chains.runtime.ledger import FINISHED, FINISHED_WITH_FAILURES, Failure
 from chains.runtime.units import unit_id
 from sandbox.cluster import Cluster
 from sandbox.server import Hit
@@ -140,7 +140,7 @@ def wait_finished(trial: Trial, timeout: float) -> bool:
     """Wait for the job to finish (Redis outages tolerated); False past ``timeout``."""
     if trial.job_id is None:
         return False
-    return poll(lambda: job_state(trial) == "finished", timeout)
+    return poll(lambda: job_state(trial) in (FINISHED, FINISHED_WITH_FAILURES), timeout)
 
 
 # -- measuring ------------------------------------------------------------------------

@@ -10,13 +10,14 @@
     SiteSettings  a site's knobs, fixed per launch: base_url, ...
     Hooks, Signal, UnitContext    lifecycle hooks and what they answer
     Politeness    a site's rate and concurrency, cluster-wide
+    SiteHeaders   a site's default request headers: browser family, fixed headers
 """
 
 from chains.runtime.site import Hooks, Signal, Site, SiteSettings, UnitContext
 from chains.runtime.step import Page, Parsed, step
-from config import Politeness
+from config import Politeness, SiteHeaders
 from external_interface.http import Request, Response
 from external_interface.storage import Item
 
 __all__ = ["Hooks", "Item", "Page", "Parsed", "Politeness", "Request", "Response", "Signal", "Site",
-           "SiteSettings", "UnitContext", "step"]
+           "SiteHeaders", "SiteSettings", "UnitContext", "step"]

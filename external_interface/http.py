@@ -52,6 +52,11 @@ class Request:
     once its headers arrive, unread; one with no Content-Type is let through.
     Empty accepts anything.
 
+    ``accept_statuses``: statuses besides 2xx that the step parses as a page (Scrapy's
+    ``handle_httpstatus_list``): a generic crawl stores a 404 page as a record. The
+    runtime does not turn them into errors, and the development cache keeps them as
+    it keeps a 2xx.
+
     ``meta``: values for the providers, never sent (like Scrapy's ``Request.meta``):
     a login step puts the captcha image there for the captcha provider to solve.
     """
@@ -65,6 +70,7 @@ class Request:
     proxy: str | None = None
     accept_types: tuple[str, ...] = ()
     meta: dict[str, str] = field(default_factory=dict)
+    accept_statuses: tuple[int, ...] = ()
 
     def with_headers(self, **headers: str) -> Request:
         return replace(self, headers={**self.headers, **headers})

@@ -5,10 +5,13 @@ loop checks it. It is read fresh every time from the places that already hold
 the truth (the ledger, Celery's remote control, the broker's lists), so any host
 can take it and no monitor process has to run for the numbers to be right.
 
-``sites`` and ``pools`` are sections: a function of the state Redis returning
-``{name: {field: value}}``. ``sites`` shows each politeness bucket (current rate,
-cooldown after a 429, leases held); ``pools`` is empty until the resource pools
-exist. The dashboard draws one table per section without further changes.
+``sites``, ``throttle`` and ``pools`` are sections: a function of the state Redis
+returning ``{name: {field: value}}``. ``sites`` shows each politeness bucket (current
+rate, cooldown after a 429, leases held); ``throttle`` each site's (or host's)
+adaptive controller: the rate it allows now, its window of requests in flight, the
+server's rate it learnt (ceiling), latency, 429s and 5xx seen; ``pools`` is empty
+until the resource pools exist. The dashboard draws one table per section without
+further changes.
 """
 
 from __future__ import annotations
@@ -41,7 +44,16 @@ def politeness(client: redis.Redis) -> dict[str, dict[str, Any]]:
     return {bucket: limiter.state(bucket) for bucket in limiter.buckets()}
 
 
-SECTIONS: Mapping[str, Section] = {"sites": politeness, "pools": nothing_yet}
+def throttle(client: redis.Redis) -> dict[str, dict[str, Any]]:
+    """Every site's (or host's) adaptive throttle, as the controller in Redis holds it."""
+    from config import ThrottleSettings
+    from external_interface.politeness.redis_throttle import rates
+
+    return {row.pop("key"): row for row in rates(client, ThrottleSettings())}
+
+
+SECTIONS: Mapping[str, Section] = {"sites": politeness, "throttle": throttle,
+                                   "pools": nothing_yet}
 
 
 def snapshot(client: redis.Redis, app: Celery | None, *, job_limit: int = 20,

@@ -55,6 +55,9 @@ FAST_FAILURE_ENV = {
     # twice; and a 429's site cooldown is capped like a retry's backoff, as by default.
     "POLITE_MAX_WAIT_S": "8",
     "POLITE_MAX_PENALTY_S": "2",
+    # A robots.txt that answers 5xx (a fault injected on every first request) disallows
+    # the site for this long, then is fetched again (Google's rule; 60 s by default).
+    "ROBOTS_ERROR_BACKOFF_S": "2",
     # A message lost between kombu's pop and its unacked record is sent again soon.
     "REVIVE_STALL_S": "3",
     "REVIVE_INTERVAL_S": "1",

@@ -26,12 +26,19 @@ from config import Settings, embedded_socket
 from external_interface.dedup import DedupStore
 from external_interface.dedup.factory import dedup_from_settings
 from external_interface.fetch import Fetcher
+from external_interface.http_cache import CachingFetcher, FetchesRaw
+from external_interface.http_cache.factory import caching_fetcher
 from external_interface.politeness import Limiter
-from external_interface.politeness.factory import limiter_from_redis
+from external_interface.politeness.factory import limiter_from_redis, throttle_from_settings
+from external_interface.politeness.throttle import Throttle
 from external_interface.providers.bundle import Providers
+from external_interface.robots import fetch_with
+from external_interface.robots.factory import robots_from_settings
+from external_interface.robots.policy import RobotsPolicy
 from external_interface.storage import ItemStore
 from external_interface.storage.factory import store_from_url
 from external_interface.url_guard import UrlGuard
+from external_interface.user_agent.headers import default_headers
 from utils.embedded_redis import stopped_copy
 from utils.urls import redact_url
 
@@ -46,6 +53,17 @@ def state_redis(url: str) -> redis.Redis:
         socket_timeout=15,
         socket_connect_timeout=5,
     )
+
+
+def throttle_of(settings: Settings, client: redis.Redis) -> Throttle | None:
+    """The cluster's adaptive throttle, or None when ``THROTTLE_ENABLED`` is off. A
+    Retry-After cools a whole site down for at most ``POLITE_MAX_PENALTY_S`` too: the
+    one cap on a 429's cooldown, whichever part of politeness writes it."""
+    conf = settings.throttle
+    if not conf.enabled:
+        return None
+    cap = min(conf.max_retry_after_s, settings.politeness.max_penalty_s)
+    return throttle_from_settings(conf.model_copy(update={"max_retry_after_s": cap}), client)
 
 
 def wait_for(client: redis.Redis, seconds: float) -> None:
@@ -98,8 +116,12 @@ class Runtime:
     """The per-process clients: state Redis, ledger, item store, fetcher, dedup,
     politeness, resource providers, and where messages go (``dispatch``).
 
-    ``interrupts`` are the exceptions a worker raises into a running unit to stop it
-    (Celery's soft time limit): site code never swallows them as its own errors.
+    ``http_cache`` is the development cache in front of ``fetcher``, used by the jobs
+    launched with ``--http-cache`` (or by every job with ``HTTP_CACHE_ENABLED``);
+    ``robots`` and ``cached_robots`` read robots.txt through one or the other.
+    ``throttle`` is the cluster-wide adaptive throttle (None: ``THROTTLE_ENABLED``
+    off). ``interrupts`` are the exceptions a worker raises into a running unit to
+    stop it (Celery's soft time limit): site code never swallows them as its own errors.
     """
 
     settings: Settings
@@ -111,6 +133,10 @@ class Runtime:
     dedup: DedupStore
     limiter: Limiter
     providers: Providers
+    http_cache: CachingFetcher
+    robots: RobotsPolicy
+    cached_robots: RobotsPolicy
+    throttle: Throttle | None = None
     interrupts: tuple[type[BaseException], ...] = ()
 
     @classmethod
@@ -119,14 +145,17 @@ class Runtime:
         client = state_redis(settings.state.redis_url)
         wait_for(client, settings.state.connect_wait_s)
         polite = settings.politeness
+        fetcher = Fetcher(settings.fetch, guard=UrlGuard(settings.fetch.ssrf_allow)
+                          if settings.fetch.ssrf_guard else None)
+        cached = caching_fetcher(settings.http_cache, fetcher)
+        agent = default_headers(settings.headers.family, "robots.txt")
         return cls(
             settings=settings,
             dispatch=dispatch,
             redis=client,
             ledger=Ledger(client),
             store=store_from_url(settings.storage.url),
-            fetcher=Fetcher(settings.fetch, guard=UrlGuard(settings.fetch.ssrf_allow)
-                            if settings.fetch.ssrf_guard else None),
+            fetcher=fetcher,
             dedup=dedup_from_settings(client, settings.dedup.namespace,
                                       settings.dedup.expected_entries,
                                       settings.dedup.stamp_unit_s),
@@ -134,8 +163,22 @@ class Runtime:
                                        max_penalty_s=polite.max_penalty_s,
                                        default_penalty_s=polite.default_penalty_s),
             providers=Providers.from_settings(settings, client),
+            http_cache=cached,
+            robots=robots_from_settings(settings.robots, client, fetch_with(fetcher, agent)),
+            cached_robots=robots_from_settings(settings.robots, client,
+                                               fetch_with(cached, agent)),
+            throttle=throttle_of(settings, client),
             interrupts=interrupts,
         )
+
+    def fetcher_for(self, cache: bool) -> FetchesRaw:
+        """The fetcher a job's units use: the development cache when the job or the
+        workers ask for it (``--http-cache``, ``HTTP_CACHE_ENABLED``)."""
+        return self.http_cache if cache or self.settings.http_cache.enabled else self.fetcher
+
+    def robots_for(self, cache: bool) -> RobotsPolicy:
+        """robots.txt read through the same fetcher as the job's pages."""
+        return self.cached_robots if cache or self.settings.http_cache.enabled else self.robots
 
     def close(self) -> None:
         self.store.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from chains.runtime import registry
@@ -17,7 +17,7 @@ from chains.runtime.checks import ChainError, check_chain
 from chains.runtime.dispatch import Publisher
 from chains.runtime.job import Job
 from chains.runtime.session import current
-from chains.runtime.units import make_unit
+from chains.runtime.units import Unit, make_unit
 from utils.logs import log_job
 
 if TYPE_CHECKING:
@@ -63,24 +63,37 @@ def split_settings(chain: Chain, params: Mapping[str, Any]
     return root, overrides
 
 
+RootUnits = Mapping[str, Sequence[Mapping[str, Any]]]
+
+
 def launch(chain: Chain, params: dict[str, Any], job_id: str | None = None,
            runtime: Runtime | None = None,
-           settings: Mapping[str, Mapping[str, Any]] | None = None) -> Job:
+           settings: Mapping[str, Mapping[str, Any]] | None = None,
+           roots: RootUnits | None = None) -> Job:
     """Create the job, register its root unit, publish it; returns the handle at once.
 
     ``params`` mixes the start step's params and site settings (``split_settings``);
-    ``settings`` sets a site's settings explicitly.
+    ``settings`` sets a site's settings explicitly. ``roots`` adds root units of any
+    step of the chain, by step (a generic crawl's further start pages and its
+    sitemaps), all at depth 0 beside the start unit.
     """
-    return launch_many(chain, [params], [job_id] if job_id else None, runtime, settings)[0]
+    return launch_many(chain, [params], [job_id] if job_id else None, runtime, settings,
+                       roots)[0]
 
 
 def launch_many(chain: Chain, params: list[dict[str, Any]], job_ids: list[str] | None = None,
                 runtime: Runtime | None = None,
-                settings: Mapping[str, Mapping[str, Any]] | None = None) -> list[Job]:
+                settings: Mapping[str, Mapping[str, Any]] | None = None,
+                roots: RootUnits | None = None) -> list[Job]:
     """One job per params, the chain checked once: a sharded start (Scrapy's start URLs)
-    reaches the queue at once rather than one full launch after another."""
+    reaches the queue at once rather than one full launch after another. ``roots``:
+    further root units of every job, as in ``launch``."""
     rt = runtime or current()
     check_chain(chain, registry.steps(), worker_queues())
+    unknown = sorted(set(roots or {}) - set(chain.steps))
+    if unknown:
+        raise ChainError(f"launch of {chain.name!r}: root units name {', '.join(unknown)}, "
+                         f"not steps of the chain ({', '.join(chain.steps)})")
     ids = job_ids or [uuid.uuid4().hex[:16] for _ in params]
     dumped, publisher = chain.model_dump(mode="json"), Publisher(rt.dispatch, rt.ledger)
     for job_id, given in zip(ids, params, strict=True):
@@ -90,6 +103,15 @@ def launch_many(chain: Chain, params: list[dict[str, Any]], job_ids: list[str] |
         fixed = {site: registry.site(site).read_settings(rt.settings.env_file, **values)
                  .model_dump(mode="json") for site, values in overrides.items()}
         rt.ledger.create_job(job_id, dumped, root, fixed)
-        publisher.spawn(chain, job_id, {chain.start: [make_unit(chain.start, root)]}, depth=0)
+        publisher.spawn(chain, job_id, root_units(chain, root, roots or {}), depth=0)
         log_job(log, "started", job_id, chain=chain.name)
     return [Job(job_id, rt.ledger, rt.dispatch) for job_id in ids]
+
+
+def root_units(chain: Chain, root: Mapping[str, Any], more: RootUnits) -> dict[str, list[Unit]]:
+    """The start unit and any further roots, by step, each unit once."""
+    units: dict[str, dict[str, Unit]] = {}
+    for step, params in [(chain.start, root)] + [(s, p) for s, ps in more.items() for p in ps]:
+        unit = make_unit(step, params)
+        units.setdefault(step, {}).setdefault(unit["id"], unit)
+    return {step: list(found.values()) for step, found in units.items()}

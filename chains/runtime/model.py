@@ -44,8 +44,9 @@ class Chain(BaseModel):
     start: str
     steps: dict[str, Step]
     links: list[Link] = Field(default_factory=list)
-    max_depth: int = Field(50, ge=1, description="Units deeper than this are not spawned "
-                           "(a link is one level; a next page of the same list is not).")
+    max_depth: int = Field(50, ge=0, description="Units deeper than this are not spawned "
+                           "(a link is one level; a next page of the same list is not, nor "
+                           "what a same_depth step spawns); 0: the start units' own only.")
     allowed_domains: list[str] = Field(
         default_factory=list, description="When set, a unit whose request, or any redirect "
         "of it, leaves these registrable domains is skipped as off-site (matched with the "

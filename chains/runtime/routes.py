@@ -32,6 +32,16 @@ class Step(BaseModel):
         "itself, one after another, before it hands its list back to the queue; 0: every "
         "next page is its own message. Saves a broker round trip and a message's CPU per "
         "page of a long list.")
+    same_depth: bool = Field(
+        False, description="The units this step spawns stay at its depth instead of one "
+        "deeper: a step that only discovers URLs (a sitemap) is not a hop, so the pages it "
+        "lists are as deep as the sitemap itself. Such a step must bound its own fan-out "
+        "(a sitemap its nesting): max_depth does not.")
+    max_units: int | None = Field(
+        None, ge=0, description="A job fetches at most this many units of this step (a "
+        "generic crawl's --max-pages); past it, units end skipped 'max-units' without a "
+        "fetch and spawn nothing. Counted once per unit in Redis (chains.runtime.quota), so "
+        "retries and redeliveries do not count twice.")
 
 
 class Link(BaseModel):

@@ -1,4 +1,5 @@
-"""What a site declares once, beside its steps: its settings, politeness, providers, hooks.
+"""What a site declares once, beside its steps: settings, politeness, headers, robots, providers,
+hooks.
 
     class Settings(SiteSettings):
         base_url: str = "http://127.0.0.1:8765/forum"
@@ -6,6 +7,13 @@
     SITE = Site("forum", settings=Settings, politeness=Politeness(rate_per_s=5))
 
 or, for a site whose only knob is where it lives, ``Site("forum", base_url="http://...")``.
+
+The open web's defaults need no declaration: every request carries a current
+browser's User-Agent with its Accept headers (``headers=SiteHeaders(family="mobile",
+headers={...})`` changes them in one line; resource providers still override them per
+unit), robots.txt is obeyed (``robots=False`` opts out) and its ``Crawl-delay`` caps
+the site's rate, and a site that declares no ``politeness`` gets the adaptive
+throttle, shared by the cluster (a declared one is its hard ceiling).
 
 ``SITE`` may sit in any module of the site's package (the registry finds it); a site
 that declares none gets ``Site(name)``: no politeness of its own, no providers, no
@@ -19,15 +27,15 @@ environment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from config import Politeness, cluster_env_file
+from config import HeaderSettings, Politeness, SiteHeaders, cluster_env_file
 
 if TYPE_CHECKING:
     from external_interface.http import Request, Response
@@ -42,6 +50,7 @@ class SiteSettings(BaseSettings):
     model_config = SettingsConfigDict(extra="ignore")
 
     base_url: str = ""
+    http_cache: bool = False  # the job's fetches go through the development cache
 
     @field_validator("base_url")
     @classmethod
@@ -108,7 +117,14 @@ class Hooks:
 @dataclass(frozen=True)
 class Site:
     """A site's declaration. ``name`` is the first part of its steps' names and its
-    folder under ``sites/``; its queue unless a step says otherwise."""
+    folder under ``sites/``; its queue unless a step says otherwise.
+
+    ``headers``: the browser family and fixed headers of its requests (default: a
+    desktop browser's, ``HEADERS_FAMILY``; ``HEADERS_SITES`` overrides per site).
+    ``robots``: obey robots.txt (``ROBOTS_OBEY=false`` turns it off everywhere).
+    ``politeness_per``: one politeness bucket and throttle for the whole site, or one
+    per host its requests go to (a generic crawl spanning many hosts).
+    """
 
     name: str
     settings: type[SiteSettings] = SiteSettings
@@ -116,6 +132,9 @@ class Site:
     politeness: Politeness | None = None
     providers: SiteProviders | None = None
     hooks: Hooks = field(default_factory=Hooks)
+    headers: SiteHeaders | None = None
+    robots: bool = True
+    politeness_per: Literal["site", "host"] = "site"
 
     def read_settings(self, env_file: Path | None = None, **overrides: Any) -> SiteSettings:
         """The settings a launch fixes: ``overrides``, then ``<NAME>_<FIELD>`` from the
@@ -130,6 +149,17 @@ class Site:
         if not read.base_url and self.base_url:
             return read.model_copy(update={"base_url": self.base_url.rstrip("/")})
         return read
+
+    def dress(self, request: Request, cluster: HeaderSettings, key: str) -> Request:
+        """``request`` under the site's default browser headers (its own headers win;
+        providers go over both). ``key`` (a unit id) picks the browser, so a unit keeps
+        one identity across retries and workers."""
+        from external_interface.user_agent.headers import site_headers  # not for a parser
+
+        defaults = site_headers(cluster.for_site(self.name, self.headers), key)
+        own = {name.lower() for name in request.headers}
+        kept = {k: v for k, v in defaults.items() if k.lower() not in own}
+        return replace(request, headers={**kept, **request.headers})
 
     def stored_settings(self, stored: dict[str, Any]) -> SiteSettings:
         """The settings a launch stored with its job, as every unit of the job sees them."""

@@ -12,12 +12,15 @@ The name (``site.platform.step``) is written once; the input model is the parse
 function's first parameter's annotation; the request is a URL template filled from
 the site's settings and the input's fields (``query`` names the input fields sent as
 the query string, left out when empty), or a function ``(params, settings) ->
-Request`` when it needs more. The worker registers one Celery task per step under
+Request`` when it needs more. A parse function that needs the job's site settings or
+the unit's depth (a generic crawl's link filters) takes the ``UnitContext`` as a third
+parameter. The worker registers one Celery task per step under
 its name (``worker.py``); the site writes no Celery code, and the step keeps every
 guarantee of the runtime: typed input and output, retries by error class, the
 deadline, the site's hooks.
 
-Calling the step runs its parse function: a parser test is ``thread(page, response)``.
+Calling the step runs its parse function: a parser test is ``thread(page, response)``
+(or ``page_step(page, response, unit)`` for one that takes the unit).
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin, get
 
 from pydantic import BaseModel, ValidationError
 
+from chains.runtime.site import UnitContext
 from exceptions import CrawlError, InvalidParams, ParseError
 from external_interface.http import PAGE_TYPES, Request, Response
 from external_interface.storage import Item
 
 ItemT = TypeVar("ItemT", bound=Item)
 In = TypeVar("In", bound=BaseModel)
+ParseFn = Union[Callable[[In, Response], "Parsed[ItemT]"],  # noqa: UP007 - a generic alias
+                Callable[[In, Response, UnitContext], "Parsed[ItemT]"]]
 
 
 
@@ -82,7 +88,7 @@ class SiteStep(Generic[In, ItemT]):
 
     name: str
     input: type[In]
-    parse_fn: Callable[[In, Response], Parsed[ItemT]]
+    parse_fn: ParseFn[In, ItemT]
     url: str | None = None
     query: tuple[str, ...] = ()
     request_fn: Callable[[In, Any], Request] | None = None
@@ -90,14 +96,26 @@ class SiteStep(Generic[In, ItemT]):
     queue: str | None = None
     items: tuple[type[Item], ...] = ()  # from the return annotation, ``Parsed[A | B]``
     follows: tuple[str, ...] = ()  # the follow lists its parse may fill
+    statuses: tuple[int, ...] = ()  # statuses besides 2xx its parse reads as a page
+    takes_unit: bool = False  # its parse function takes the UnitContext third
 
     def records(self) -> set[str]:
         """The names a chain's links may read from this step: collections, follow lists."""
         return {item.collection for item in self.items} | set(self.follows)
 
-    def __call__(self, params: In, response: Response) -> Parsed[ItemT]:
+    def __call__(self, params: In, response: Response,
+                 unit: UnitContext | None = None) -> Parsed[ItemT]:
         """The parse function itself: what a parser test calls."""
-        return self.parse_fn(params, response)
+        return self.parse_fn(*self._args(params, response, unit))
+
+    def _args(self, params: In, response: Response, unit: UnitContext | None
+              ) -> tuple[Any, ...]:
+        if not self.takes_unit:
+            return params, response
+        if unit is None:
+            raise TypeError(f"{self.name}: its parse function takes the unit's context: "
+                            "pass a UnitContext")
+        return params, response, unit
 
     @property
     def site(self) -> str:
@@ -114,17 +132,23 @@ class SiteStep(Generic[In, ItemT]):
             if not isinstance(built, Request):
                 raise ParseError(f"{self.name}: its request function returned "
                                  f"{type(built).__name__}, not a Request")
-            return built if built.accept_types else _accepting(built, self.accept)
+            if not built.accept_types:
+                built = replace(built, accept_types=self.accept)
+            if self.statuses and not built.accept_statuses:
+                built = replace(built, accept_statuses=self.statuses)
+            return built
         values = {**settings.model_dump(), **params.model_dump()}
         url = (self.url or "{url}").format_map(values)
         query = {name: str(values[name]) for name in self.query
                  if values.get(name) not in (None, "")}
-        return Request(url, params=query, accept_types=self.accept)
+        return Request(url, params=query, accept_types=self.accept,
+                       accept_statuses=self.statuses)
 
-    def parse(self, params: In, response: Response, *interrupts: type[BaseException]
-              ) -> Parsed[ItemT]:
+    def parse(self, params: In, response: Response, *interrupts: type[BaseException],
+              unit: UnitContext | None = None) -> Parsed[ItemT]:
         """Run the parse function; a bug in it fails the unit for good, naming it."""
-        parsed = site_code(self.parse_fn, params, response, interrupts=interrupts)
+        parsed = site_code(self.parse_fn, *self._args(params, response, unit),
+                           interrupts=interrupts)
         if not isinstance(parsed, Parsed):
             raise ParseError(f"{self.name}: parse returned {type(parsed).__name__}, "
                              "not Parsed", url=response.url)
@@ -139,21 +163,27 @@ class SiteStep(Generic[In, ItemT]):
 def step(name: str, *, url: str | None = None, query: str | tuple[str, ...] = (),
          request: Callable[[Any, Any], Request] | None = None,
          follows: str | tuple[str, ...] = (), accept: tuple[str, ...] = PAGE_TYPES,
-         queue: str | None = None,
-         ) -> Callable[[Callable[[In, Response], Parsed[ItemT]]], SiteStep[In, ItemT]]:
+         queue: str | None = None, statuses: tuple[int, ...] = (),
+         ) -> Callable[[ParseFn[In, ItemT]], SiteStep[In, ItemT]]:
     """Declare a step: ``name`` is ``site.platform.step``; ``url`` a template over the
     site's settings and the input's fields, or ``request`` a function building the
     request; ``query`` the input fields sent as query parameters; ``follows`` the
     follow lists its parse fills (chains link them to other steps); ``accept`` the
-    media types it parses (default: HTML and JSON); ``queue`` overrides the site's."""
+    media types it parses (default: HTML and JSON); ``queue`` overrides the site's;
+    ``statuses`` the 4xx/5xx statuses its parse reads as a page instead of failing the
+    unit (a generic crawl's ``(404, 410)``)."""
     parts = name.split(".")
     if len(parts) != 3 or not all(p.isidentifier() for p in parts):
         raise ValueError(f"step name {name!r}: expected 'site.platform.step', three "
                          "dotted identifiers")
     if url is not None and request is not None:
         raise ValueError(f"step {name!r}: give url= or request=, not both")
+    odd = [s for s in statuses if not 400 <= s <= 599]
+    if odd:
+        raise ValueError(f"step {name!r}: statuses= names {odd}: only 4xx and 5xx statuses "
+                         "can be parsed as pages (2xx always are, 3xx are followed)")
 
-    def declare(fn: Callable[[In, Response], Parsed[ItemT]]) -> SiteStep[In, ItemT]:
+    def declare(fn: ParseFn[In, ItemT]) -> SiteStep[In, ItemT]:
         model = _input_model(name, fn)
         fields = set(model.model_fields)
         wanted = (query,) if isinstance(query, str) else tuple(query)
@@ -165,7 +195,8 @@ def step(name: str, *, url: str | None = None, query: str | tuple[str, ...] = ()
             raise ValueError(f"step {name!r}: give url= or request=, or an input with a "
                              f"'url' field ({model.__name__} has none)")
         return SiteStep(name, cast(type[In], model), fn, url, wanted, request, accept, queue,
-                        _item_types(fn), (follows,) if isinstance(follows, str) else follows)
+                        _item_types(fn), (follows,) if isinstance(follows, str) else follows,
+                        tuple(statuses), _takes_unit(name, fn))
 
     return declare
 
@@ -211,6 +242,15 @@ def _input_model(name: str, fn: Callable[..., Any]) -> type[BaseModel]:
     return model
 
 
+def _takes_unit(name: str, fn: Callable[..., Any]) -> bool:
+    """Whether the parse function takes the ``UnitContext`` as its third parameter."""
+    count = fn.__code__.co_argcount
+    if count not in (2, 3):
+        raise TypeError(f"step {name!r}: {fn.__name__} must take (input, response) or "
+                        f"(input, response, unit), not {count} parameters")
+    return count == 3
+
+
 def _item_types(fn: Callable[..., Any]) -> tuple[type[Item], ...]:
     """The item classes of ``-> Parsed[A | B]``; none when the annotation names none."""
     returned = get_type_hints(fn).get("return")
@@ -220,6 +260,3 @@ def _item_types(fn: Callable[..., Any]) -> tuple[type[Item], ...]:
     return tuple(a for a in flat if isinstance(a, type) and issubclass(a, Item)
                  and hasattr(a, "collection"))
 
-
-def _accepting(request: Request, accept: tuple[str, ...]) -> Request:
-    return replace(request, accept_types=accept)

@@ -11,7 +11,8 @@ from typing import Any
 
 from chains.runtime import registry
 from chains.runtime.model import all_chains
-from chains.runtime.units import children
+from chains.runtime.site import UnitContext
+from chains.runtime.units import children, unit_id
 from config import get_settings
 from exceptions import CrawlError
 from external_interface.fetch import Fetcher, raise_for_status
@@ -30,15 +31,19 @@ def try_step(name: str, params: dict[str, Any],
                            "spawns": {}, "error": None}
     try:
         model = spec.params(params)
-        request = spec.request(model, site.read_settings(config.env_file, **(settings or {})))
+        fixed = site.read_settings(config.env_file, **(settings or {}))
+        key = unit_id(name, params)
+        request = site.dress(spec.request(model, fixed), config.headers, key)
         out["request"] = {"method": request.method, "url": request.url,
                           "params": request.params, "headers": request.headers}
         guard = UrlGuard(config.fetch.ssrf_allow) if config.fetch.ssrf_guard else None
         response = Fetcher(config.fetch, guard=guard).fetch_raw(request)
         out.update(status=response.status, bytes=len(response.body),
                    elapsed_s=response.elapsed_s)
-        raise_for_status(response)
-        parsed = spec.parse(model, response)
+        if response.status not in request.accept_statuses:
+            raise_for_status(response)
+        parsed = spec.parse(model, response, unit=UnitContext(
+            "try", name, name, key, model, 0, fixed))
     except CrawlError as exc:
         out["error"] = exc.reason
         return out

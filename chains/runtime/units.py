@@ -6,9 +6,9 @@ deterministic (step + params), so the same page reached twice in a job is one
 unit, and a redelivered parent names children the ledger already knows.
 
 A unit that was rotated onto a fresh resource or made to wait for a pool carries
-that history in ``unit["rotation"]`` (rotations spent, waits, exits to avoid), so
-whichever worker takes it next knows what it already burnt; the key is not part
-of its id.
+that history in ``unit["rotation"]`` (rotations spent, waits, exits to avoid, and
+the retries its earlier messages spent), so whichever worker takes it next knows
+what it already burnt; the key is not part of its id.
 """
 
 from __future__ import annotations
@@ -60,9 +60,10 @@ def children(chain: Chain, step: str, records: Mapping[str, list[dict[str, Any]]
     return {name: list(units.values()) for name, units in out.items()}
 
 
-def by_depth(step: str, depth: int,
-             kids: Mapping[str, Iterable[Unit]]) -> dict[int, dict[str, list[Unit]]]:
-    """A next page stays at its list's depth; a linked child goes one deeper.
+def by_depth(step: str, depth: int, kids: Mapping[str, Iterable[Unit]],
+             hop: int = 1) -> dict[int, dict[str, list[Unit]]]:
+    """A next page stays at its list's depth; a linked child goes ``hop`` deeper (one,
+    or none for a ``same_depth`` step's children).
 
     Depth orders the queue (deeper first) and bounds the job: counting next pages
     would starve parallel lists, and cut a long list at ``max_depth``.
@@ -71,7 +72,7 @@ def by_depth(step: str, depth: int,
     for child_step, units in kids.items():
         for unit in units:
             same_list = child_step == step and unit.get("page", 0) > 0
-            out.setdefault(depth + (0 if same_list else 1), {}).setdefault(
+            out.setdefault(depth + (0 if same_list else hop), {}).setdefault(
                 child_step, []).append(unit)
     return out
 
@@ -117,3 +118,18 @@ def waited(unit: Unit) -> int:
     now["waits"] = int(now.get("waits", 0)) + 1
     unit["rotation"] = now
     return int(now["waits"])
+
+
+def retries_before(unit: Unit) -> int:
+    """Retries the unit spent in messages before the one it is in now: a unit sent
+    back to wait (for a slot, a pool, robots.txt) or to rotate travels in a new message,
+    whose own count of retries starts again at 0."""
+    return int(rotation_state(unit).get("retries", 0))
+
+
+def carry_retries(unit: Unit, spent: int) -> None:
+    """Add the retries the unit's current message spent, before it leaves that message."""
+    if spent:
+        now = rotation_state(unit)
+        now["retries"] = int(now.get("retries", 0)) + spent
+        unit["rotation"] = now

@@ -8,10 +8,13 @@ Off by default (``HTTP_CACHE_ENABLED``, ``--http-cache``): it is for reworking a
 parser against the same pages, not for production, where the recrawl policy
 decides what is fetched again. It wraps the fetcher with the same ``fetch_raw``
 (and ``fetch``) method, so the runtime puts it in front of the fetcher and
-nothing else changes.
+nothing else changes: a job launched with ``--http-cache`` (or every job, with
+``HTTP_CACHE_ENABLED=1`` on the workers) fetches its pages, its robots.txt and its
+sitemaps through it.
 
 Two interfaces, as Scrapy's ``HttpCacheMiddleware`` has them: a ``CachePolicy``
-says what is stored (GET and HEAD, 2xx unless other statuses are asked for) and
+says what is stored (GET and HEAD; 2xx, and the statuses the request says its step
+parses, such as a generic crawl's 404 pages, unless other statuses are asked for) and
 for how long it is good; a ``CacheStorage`` keeps entries by key (the request
 fingerprint of ``utils.fingerprint``: method, canonical URL, body, and the
 headers the policy names). The filesystem storage is the one backend: the cache
@@ -27,6 +30,7 @@ from typing import Protocol, runtime_checkable
 
 from external_interface.fetch import raise_for_status
 from external_interface.http import Request, Response
+from utils.domains import AllowedDomains
 from utils.fingerprint import request_fingerprint
 
 
@@ -59,7 +63,8 @@ class CacheStorage(Protocol):
 class CachePolicy:
     """What is cached and for how long.
 
-    ``statuses``: the statuses stored; empty means every 2xx. ``max_age_s``: how
+    ``statuses``: the statuses stored; empty means every 2xx and the request's own
+    ``accept_statuses`` (what its step parses as a page). ``max_age_s``: how
     long an entry is replayed (None: for ever). ``vary``: request headers that
     make two requests different entries (a language, an API version).
     """
@@ -74,7 +79,7 @@ class CachePolicy:
             return False
         if self.statuses:
             return response.status in self.statuses
-        return 200 <= response.status < 300
+        return 200 <= response.status < 300 or response.status in request.accept_statuses
 
     def fresh(self, entry: CachedResponse, now: float) -> bool:
         return self.max_age_s is None or now - entry.stored_at <= self.max_age_s
@@ -86,7 +91,8 @@ class CachePolicy:
 
 
 class FetchesRaw(Protocol):
-    def fetch_raw(self, request: Request) -> Response: ...
+    def fetch_raw(self, request: Request, allowed: AllowedDomains | None = None
+                  ) -> Response: ...
 
 
 class CachingFetcher:
@@ -103,23 +109,27 @@ class CachingFetcher:
         self.hits = 0
         self.misses = 0
 
-    def fetch_raw(self, request: Request) -> Response:
-        """The stored response if fresh, else the network's (stored if cacheable)."""
+    def fetch_raw(self, request: Request, allowed: AllowedDomains | None = None) -> Response:
+        """The stored response if fresh, else the network's (stored if cacheable).
+        ``allowed``: the job's domains, checked by the fetch on every hop; a stored
+        response passed them when it was fetched (an off-site hop raises, and an
+        error is never stored)."""
         cacheable_method = request.method.upper() in self.policy.methods
         key = self.policy.key(request) if cacheable_method else ""
         if cacheable_method:
             entry = self.storage.get(key)
-            if entry is not None and self.policy.fresh(entry, self.clock()):
+            if entry is not None and self.policy.fresh(entry, self.clock()) and (
+                    not allowed or allowed.allows_url(entry.response.url)):
                 self.hits += 1
                 return entry.response
         self.misses += 1
-        response = self.fetcher.fetch_raw(request)
+        response = self.fetcher.fetch_raw(request, allowed)
         if self.policy.cacheable(request, response):
             self.storage.put(key, response, self.clock())
         return response
 
-    def fetch(self, request: Request) -> Response:
+    def fetch(self, request: Request, allowed: AllowedDomains | None = None) -> Response:
         """As ``Fetcher.fetch``: the classified error for a bad status."""
-        response = self.fetch_raw(request)
+        response = self.fetch_raw(request, allowed)
         raise_for_status(response)
         return response

@@ -11,10 +11,18 @@ from external_interface.http_cache.filesystem import FilesystemCache
 if TYPE_CHECKING:
     from config import HttpCacheSettings
 
+
 def http_cache_from_settings(settings: HttpCacheSettings, fetcher: FetchesRaw) -> FetchesRaw:
     """The fetcher itself when the cache is off (the default), else the cache over it."""
     if not settings.enabled:
         return fetcher
+    return caching_fetcher(settings, fetcher)
+
+
+def caching_fetcher(settings: HttpCacheSettings, fetcher: FetchesRaw) -> CachingFetcher:
+    """The cache over ``fetcher``, whether or not the settings turn it on: the runtime
+    keeps one for the jobs launched with ``--http-cache``. Nothing is created on disk
+    before the first entry is stored."""
     policy = CachePolicy(statuses=frozenset(settings.statuses),
                          max_age_s=settings.max_age_s or None)
     return CachingFetcher(fetcher, FilesystemCache(Path(settings.dir)), policy)

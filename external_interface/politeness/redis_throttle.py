@@ -77,8 +77,8 @@ for i = 15, #ARGV, 4 do
   local rate_sig = status == 429 or (status == 503 and ra >= 0)
   local e5 = (status >= 500 and status < 600 and not rate_sig) or status == 0
   s.n, s.send = s.n + 1, s.send + 1 / W
-  s.s5f = s.s5f + ((e5 and 1 or 0) - s.s5f) / 20
-  s.s5s = s.s5s + ((e5 and 1 or 0) - s.s5s) / 200
+  s.s5f = s.s5f + ((e5 and 1 or 0) - s.s5f) / math.min(20, s.n)
+  s.s5s = s.s5s + ((e5 and 1 or 0) - s.s5s) / math.min(200, s.n)
   s.s4 = s.s4 + ((rate_sig and 1 or 0) - s.s4) / 10
   if rate_sig then
     s.n429 = s.n429 + 1

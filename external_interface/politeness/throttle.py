@@ -17,7 +17,10 @@ server saying "too fast" in the other common way). A plain 5xx is noise unless
 its share rises: a fast and a slow moving average of the 5xx share are kept
 (over about 20 and 200 responses), and only a fast share above 25 % and above
 twice the slow share plus 10 points counts, so a steady 10 % of random 503s
-never slows the crawl while a server starting to fail under load does.
+never slows the crawl while a server starting to fail under load does. Both
+averages start as plain means of what a key has seen (their weight is 1/n until
+n reaches 20 or 200), so a server that fails the same share from its first
+answer (every URL's first ask, say) is not taken for one starting to fail.
 *Latency* is a fast average of good responses against a baseline that follows
 it down at once and up only over about 30 s; a fast average above 3 x the
 baseline + 50 ms is a signal too (a queue building up at the server).
@@ -28,7 +31,11 @@ first answer), and ramps like TCP's slow start: the window grows by one per
 good response, so it doubles every round trip up to ``max_concurrency``. On
 loopback that is milliseconds; on a site 200 ms away it is 20/s, 40/s, 80/s...
 a round trip each. A server without defences thus pays nothing but its first
-round trips, and no lease or pacing beyond the window.
+round trips, and no lease or pacing beyond the window. A window grown to
+``max_concurrency`` with no sign of trouble is *open* (``is_open``): the window no
+longer limits, so the caller takes no slot at all for the key (no round trip per
+request: the cluster's fetch threads are the limit) and only reports what it saw,
+once per batch; the first signal closes it, as the key leaves slow start.
 
 Decrease (multiplicative), at most once per ``hold_s`` (1 s, or two round trips
 if shorter) and never for responses to requests sent before the last decrease,
@@ -148,6 +155,16 @@ class Throttle(Protocol):
     def observed(self) -> list[str]:
         """Keys observed recently by any process, for a monitor."""
         ...
+
+
+def is_open(policy: Politeness, max_concurrency: int,
+            ceiling: Politeness | None = None) -> bool:
+    """Whether ``policy`` (from ``Throttle.current``) leaves the key open: slow start, no
+    rate, the window at ``max_concurrency`` (``THROTTLE_MAX_CONCURRENCY``), and no
+    declared ceiling that caps anything. Such a key needs no slot per request."""
+    capped = ceiling is not None and bool(ceiling.rate_per_s or ceiling.max_concurrency)
+    return (not capped and policy.rate_per_s is None
+            and (policy.max_concurrency or 0) >= max_concurrency)
 
 
 def strictest(*policies: Politeness | None) -> Politeness | None:

@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from external_interface.fetch import Fetcher
     from external_interface.http import Response
+    from external_interface.http_cache import FetchesRaw
 
 Kind = Literal["parsed", "allow", "disallow"]
 Reason = Literal["allowed", "disallowed", "missing", "unavailable", "not-obeyed"]
@@ -108,10 +108,11 @@ class RobotsStore(Protocol):
         ...
 
 
-def fetch_with(fetcher: Fetcher, headers: Mapping[str, str] | None = None
+def fetch_with(fetcher: FetchesRaw, headers: Mapping[str, str] | None = None
                ) -> Callable[[str], Response]:
     """The fetch robots.txt goes through: the crawl's own fetcher (its bounds, its
-    SSRF guard, its redirects) with the site's default headers, status unjudged."""
+    SSRF guard, its redirects; the development cache when it is on) with a browser's
+    default headers, status unjudged."""
     from external_interface.http import Request
 
     fixed = dict(headers or {})

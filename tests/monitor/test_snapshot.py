@@ -17,9 +17,10 @@ def test_priority_sub_queues_are_the_queue_then_queue_sep_n() -> None:
     assert priority_keys("demo", range(10), ":") == ["demo"] + [f"demo:{n}" for n in range(1, 10)]
 
 
-def test_sites_and_pools_are_sections_that_start_empty(redis_client: redis.Redis) -> None:
-    assert {name: fill(redis_client) for name, fill in SECTIONS.items()} == {"sites": {},
-                                                                            "pools": {}}
+def test_sites_throttle_and_pools_are_sections_that_start_empty(
+        redis_client: redis.Redis) -> None:
+    assert {name: fill(redis_client) for name, fill in SECTIONS.items()} == {
+        "sites": {}, "throttle": {}, "pools": {}}
 
 
 @pytest.mark.integration
@@ -27,7 +28,7 @@ def test_once_json_lists_the_finished_job_with_the_ledgers_step_counts(
         cluster: Cluster, finished_job: Job) -> None:
     out = run_module(cluster, "monitor", "--once", "--json", "--inspect-timeout", "1")
     snap = json.loads(out.strip().splitlines()[-1])
-    assert set(snap) >= {"jobs", "workers", "queues", "sites", "pools"}
+    assert set(snap) >= {"jobs", "workers", "queues", "sites", "throttle", "pools"}
     [job] = [j for j in snap["jobs"] if j["job_id"] == finished_job.job_id]
     assert job["state"] == "finished"
     assert job["steps"] == cluster.runtime.ledger.counts(finished_job.job_id)
@@ -66,3 +67,19 @@ def test_sites_show_each_politeness_bucket_with_its_cooldown(redis_client: redis
     sites = politeness(redis_client)
     assert list(sites) == ["demo"]
     assert 25 < sites["demo"]["cooldown_remaining_s"] <= 30
+
+
+def test_throttle_shows_each_sites_current_rate_and_what_it_met(
+        redis_client: redis.Redis) -> None:
+    from config import ThrottleSettings
+    from external_interface.politeness.factory import throttle_from_settings
+    from external_interface.politeness.throttle import Observation
+    from monitor.snapshot import throttle
+
+    controller = throttle_from_settings(ThrottleSettings(), redis_client)
+    controller.observe("shop", [Observation(0.01, 200)] * 5 + [Observation(0.01, 429, 1.0)])
+    rows = throttle(redis_client)
+    assert list(rows) == ["shop"]
+    shop = rows["shop"]
+    assert (shop["phase"], shop["responses"], shop["rate_limited"]) == ("steady", 6, 1)
+    assert shop["rate_per_s"] is not None and shop["rate_per_s"] > 0

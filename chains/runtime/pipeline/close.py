@@ -6,7 +6,9 @@ First the fates are judged against the budgets: a rotation past
 message was interrupted) is retried. Then one ``match`` sorts them: done, unchanged
 and skipped units are finished and failed ones recorded, with the batch's statistics
 and what the message carries on, in one atomic ledger call; dedup marks go first
-(after the save, never before). Units that wait go back with a countdown and units
+(after the save, never before). The adaptive throttle hears what the batch's fetches
+met (``polite.observe``: once per batch and bucket). Units that wait go back with a
+countdown and units
 whose resource was burnt go back at once (neither spends a retry); what is left to
 retry is returned for the task adapter to retry with backoff (Retry-After wins).
 Done units of a step with a recrawl policy count as ``new`` or ``changed``; gone ones
@@ -27,6 +29,7 @@ from chains.runtime.launch import launch
 from chains.runtime.ledger import Carry, Failure, Finish
 from chains.runtime.metrics import Metrics, Tally
 from chains.runtime.model import get_chain
+from chains.runtime.pipeline import polite
 from chains.runtime.pipeline.prepare import (
     Batch,
     Done,
@@ -37,7 +40,7 @@ from chains.runtime.pipeline.prepare import (
     Unchanged,
     UnitRun,
 )
-from chains.runtime.units import Unit, rotations
+from chains.runtime.units import Unit, carry_retries, retries_before, rotations
 from exceptions import Banned, RotateError
 from external_interface import recrawl
 from utils.urls import redact_url
@@ -99,6 +102,7 @@ def close(batch: Batch, runs: list[UnitRun], carry: Carry | None = None) -> Clos
     batch.rt.ledger.finish_many(batch.job_id, ends,
                                 batch.rt.ledger.step_counts(step, counts), carry)
     Metrics(batch.rt.redis).send(tally(batch.step.name, runs, ends), batch.job_id)
+    polite.observe(batch, runs)
     if waits or rotate:
         _send_back(batch, waits, rotate)
     if batch.gear is not None:
@@ -124,7 +128,7 @@ def judge(batch: Batch, r: UnitRun) -> UnitRun:
                                   f"{limits.resources.max_rotations} rotations onto fresh "
                                   f"resources: {fate.reason}"), r.error)
     if (isinstance(fate, RetryAfter) and fate.kind == "backoff"
-            and batch.retries >= limits.task.max_retries):
+            and retries_spent(batch, r.unit) >= limits.task.max_retries):
         return r.ended(Failed("PermanentError", f"gave up after {limits.task.max_retries} "
                               f"retries: {fate.reason}"), r.error)
     return r if fate is r.fate else r.ended(fate, r.error)
@@ -136,7 +140,7 @@ def failure(batch: Batch, r: UnitRun) -> Finish:
     step = batch.envelope["step"]
     record = Failure(
         unit_id=r.unit["id"], step=step, params=r.unit["params"], error=r.fate.error,
-        message=r.fate.message, attempts=r.starts + batch.retries,
+        message=r.fate.message, attempts=r.starts + retries_spent(batch, r.unit),
         first_at=batch.rt.ledger.first_start(batch.job_id, r.unit["id"]),
         failed_at=time.time(), url=redact_url(r.request.full_url) if r.request else "")
     log.info("unit %s of %s failed for good: %s", r.unit["id"], step, record.reason)
@@ -149,10 +153,18 @@ def _mark(batch: Batch, runs: list[UnitRun]) -> None:
                                   and isinstance(r.fate, Done | Unchanged)])
 
 
+def retries_spent(batch: Batch, unit: Unit) -> int:
+    """The unit's retries so far: this message's, and those of the messages before it."""
+    return batch.retries + retries_before(unit)
+
+
 def _send_back(batch: Batch, waits: list[UnitRun], rotate: list[UnitRun]) -> None:
     """Units that must wait (for a slot, a pool) go back with a countdown, units whose
-    resource was burnt at once; neither spends a retry."""
+    resource was burnt at once; neither spends a retry, and neither forgets the retries
+    it spent (a unit failing, waiting and failing again still gives up)."""
     batch.rt.ledger.end_attempt(batch.job_id, [r.unit["id"] for r in waits + rotate])
+    for r in waits + rotate:
+        carry_retries(r.unit, batch.retries)
     if rotate:
         publish_again(batch, [r.unit for r in rotate])
     if waits:
@@ -171,7 +183,8 @@ def publish_again(batch: Batch, units: list[Unit], countdown: float | None = Non
 def backoff(batch: Batch, retry: list[UnitRun]) -> float:
     """Exponential backoff with full jitter; a longer Retry-After wins, capped."""
     policy = batch.rt.settings.task
-    delay = backoff_s(policy.backoff_base_s, batch.retries, policy.backoff_max_s)
+    spent = max(retries_spent(batch, r.unit) for r in retry)
+    delay = backoff_s(policy.backoff_base_s, spent, policy.backoff_max_s)
     advised = [r.fate.seconds for r in retry
                if isinstance(r.fate, RetryAfter) and r.fate.seconds]
     return min(max([delay, *advised]), policy.backoff_max_s)

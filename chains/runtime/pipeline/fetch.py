@@ -3,9 +3,12 @@
 Per unit, in pool threads when the batch has several: the site's ``before_request``
 hook; the providers dress the request (user agent, cookie, device id, proxy,
 captcha answer, signature last), or the unit waits for an empty pool; the site's
-cluster-wide slot (and its exit's, when the site limits each proxy) is taken, or
-the unit waits for it; then the bounded fetch, judged by the site's ban rules (by
-content) and then by status. Runs come back as their responses arrive, so the parse
+cluster-wide slot (or its host's, see ``pipeline.polite``: under the adaptive
+throttle's policy, capped by the declared politeness and robots.txt's Crawl-delay;
+and its exit's, when the site limits each proxy) is taken, or the unit waits for
+it; then the bounded fetch (through the development cache when the job uses it),
+judged by the site's ban rules (by content) and then by status, except the statuses
+the step parses as pages. Runs come back as their responses arrive, so the parse
 phase works on one while the others are still on the wire. At DEBUG, each fetch is
 one log line (``utils.logs.log_fetch``): what the job summary counts as ``requests``.
 """
@@ -19,10 +22,11 @@ from concurrent.futures import as_completed
 from contextlib import ExitStack
 
 from chains.runtime.context import fetch_slots, unit_threads
+from chains.runtime.pipeline import polite
 from chains.runtime.pipeline.prepare import Batch, FetchPoint, RetryAfter, UnitRun, obey
 from chains.runtime.units import avoided, waited
 from config import Politeness
-from exceptions import CrawlError, NoResource, RateLimited
+from exceptions import CrawlError, NoResource, RateLimited, TransientError
 from external_interface.politeness import MustWait, acquire
 from external_interface.providers.outfit import NeedResource, check_response, equip
 from utils.logs import log_fetch
@@ -77,15 +81,17 @@ def _dress(batch: Batch, r: UnitRun) -> UnitRun:
 
 
 def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
-    """Fetch within the site's cluster-wide slot, or wait for it.
+    """Fetch within the site's (or host's) cluster-wide slot, or wait for it.
 
-    A 429 cools the whole site down (capped), not just this unit; through a pooled
-    proxy it rests that exit instead (sites limit per address; see ``settle``).
+    A 429 cools the whole bucket down (capped), not just this unit: the throttle
+    does it when it hears of the batch (``polite.observe``), the limiter here when
+    the throttle is off. Through a pooled proxy it rests that exit instead (sites
+    limit per address; see ``settle``).
     """
     assert r.request is not None
-    site = batch.site.name
+    key = polite.bucket(batch, r.request.url)
     try:
-        slots = _slots(batch, r)
+        slots = _slots(batch, r, key)
     except MustWait as exc:
         return r.ended(RetryAfter(exc.seconds, f"politeness: {exc.reason}", "wait"))
     request = r.outfit.request if r.outfit is not None else r.request
@@ -93,15 +99,20 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
     started = time.monotonic()
     with slots, fetch_slots(batch.rt.settings.task.max_fetches):
         try:
-            response = batch.rt.fetcher.fetch_raw(request, batch.allowed)
-            check_response(response, bans)
+            response = polite.fetcher(batch).fetch_raw(request, batch.allowed)
+            if response.status not in request.accept_statuses:
+                check_response(response, bans)
         except CrawlError as exc:
-            if isinstance(exc, RateLimited) and (r.outfit is None or r.outfit.proxy is None):
-                batch.rt.limiter.penalize(site, exc.retry_after)
-            point = FetchPoint(exc.status or 0, 0, time.monotonic() - started)
+            direct = r.outfit is None or r.outfit.proxy is None
+            if isinstance(exc, RateLimited) and direct and batch.rt.throttle is None:
+                batch.rt.limiter.penalize(key, exc.retry_after)
+            ended = time.monotonic()
+            advised = exc.retry_after if isinstance(exc, TransientError) else None
+            point = FetchPoint(exc.status or 0, 0, ended - started, advised, ended)
             _logged(batch, r, point)
             return r.but(fetch=point).failed(exc)
-    point = FetchPoint(response.status, len(response.body), time.monotonic() - started)
+    ended = time.monotonic()
+    point = FetchPoint(response.status, len(response.body), ended - started, None, ended)
     _logged(batch, r, point)
     return r.but(fetch=point, response=response)
 
@@ -117,13 +128,14 @@ def _logged(batch: Batch, r: UnitRun, point: FetchPoint) -> None:
                   job_id=batch.job_id)
 
 
-def _slots(batch: Batch, r: UnitRun) -> ExitStack:
-    """The site's slot, and its exit's when the site limits each proxy; raises
+def _slots(batch: Batch, r: UnitRun, key: str) -> ExitStack:
+    """The bucket's slot, and its exit's when the site limits each proxy; raises
     ``MustWait`` (nothing held) when the unit must wait longer than an inline sleep."""
+    assert r.request is not None
     settings = batch.rt.settings.politeness
     site = batch.site.name
-    wanted: list[tuple[str, Politeness | None]] = [
-        (site, settings.sites.get(site) or batch.site.politeness)]
+    cap = polite.ceiling(batch, r.request.url)
+    wanted: list[tuple[str, Politeness | None]] = [(key, polite.policy(batch, key, cap))]
     if batch.gear is not None and r.outfit is not None and r.outfit.proxy:
         wanted.append((f"{site}@{r.outfit.proxy}", batch.gear.declared.per_exit))
     held = ExitStack()

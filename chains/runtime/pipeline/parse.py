@@ -35,7 +35,7 @@ def _parse_one(batch: Batch, r: UnitRun) -> UnitRun:
         if fate is not None:
             return r.ended(fate)
         started = time.monotonic()
-        parsed = batch.step.parse(ctx.params, response, *batch.rt.interrupts)
+        parsed = batch.step.parse(ctx.params, response, *batch.rt.interrupts, unit=ctx)
         r = r.but(parsed=parsed, parse_s=time.monotonic() - started, response=None)
         fate = obey("before_save", hooks.before_save(ctx, parsed.items))
     except CrawlError as exc:

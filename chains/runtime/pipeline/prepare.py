@@ -17,11 +17,13 @@ fate is a closed type the close phase matches on:
     Failed(error, message)      for good, with the reason kept in the ledger
 
 Prepare itself: the poison check (a unit whose worker died too often), params
-validated (invalid ones fail for good), the request built, the job's allowed
-domains, and the recrawl decision for the whole batch in one dedup round trip and
-one tree round trip (``chains.runtime.tree``): a fresh unit is skipped only when its
-children are known, and never when it was the last page of its list and the policy
-says ``last_page_volatile``.
+validated (invalid ones fail for good), the request built under the site's default
+browser headers, the job's allowed domains, the recrawl decision for the whole batch
+in one dedup round trip and one tree round trip (``chains.runtime.tree``: a fresh unit
+is skipped only when its children are known, and never when it was the last page of
+its list and the policy says ``last_page_volatile``), robots.txt (``pipeline.robots``),
+and the job's cap on the step's units (``Step.max_units``, one round trip:
+``chains.runtime.quota``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
+from chains.runtime.pipeline import robots
+from chains.runtime.quota import Quota
 from chains.runtime.site import Signal, UnitContext
 from chains.runtime.tree import Spawned, Tree
 from exceptions import (
@@ -128,11 +132,14 @@ def obey(hook: str, signal: Signal) -> Fate | None:
 # -- the values -----------------------------------------------------------------------
 @dataclass(frozen=True)
 class FetchPoint:
-    """One fetch as the metrics count it: status (0 when no response came), bytes, seconds."""
+    """One fetch as the metrics and the throttle count it: status (0 when no response
+    came), bytes, seconds, the Retry-After it carried, when it ended (monotonic)."""
 
     status: int
     nbytes: int
     seconds: float
+    retry_after_s: float | None = None
+    ended: float | None = None
 
 
 @dataclass(frozen=True)
@@ -212,8 +219,14 @@ def allowed_domains(domains: tuple[str, ...]) -> AllowedDomains:
 
 # -- the phase -----------------------------------------------------------------------
 def prepare(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
-    """Poison check, params, requests and the recrawl decision of every unit."""
-    runs = [_prepare_one(batch, r) for r in runs]
+    """Poison check, params, requests, then the recrawl decision, robots.txt and the
+    job's cap on the step, of every unit."""
+    runs = _recrawl(batch, [_prepare_one(batch, r) for r in runs])
+    return _within_cap(batch, [_obey_robots(batch, r) for r in runs])
+
+
+def _recrawl(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
+    """Fresh units skipped (their stored children known), the others planned."""
     step = batch.envelope["step"]
     policy = batch.chain.steps[step].recrawl
     if policy is None:
@@ -235,6 +248,30 @@ def prepare(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
     return out
 
 
+def _obey_robots(batch: Batch, r: UnitRun) -> UnitRun:
+    """The unit, or its end when robots.txt refuses its URL (for good, or for now)."""
+    if not r.live or r.request is None:
+        return r
+    refused = robots.refusal(batch, r.request.full_url)
+    if refused is None:
+        return r
+    if refused.wait_s is None:
+        return r.ended(Skipped(refused.reason))
+    return r.ended(RetryAfter(refused.wait_s, refused.reason, "wait"))
+
+
+def _within_cap(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
+    """Live units past the job's cap on the step's units end skipped, unfetched."""
+    cap = batch.chain.steps[batch.envelope["step"]].max_units
+    live = [r for r in runs if r.live]
+    if cap is None or not live:
+        return runs
+    admitted = Quota(batch.rt.redis).claim(batch.job_id, batch.envelope["step"], cap,
+                                           [r.unit["id"] for r in live])
+    refused = {id(r) for r, ok in zip(live, admitted, strict=True) if not ok}
+    return [r.ended(Skipped("max-units")) if id(r) in refused else r for r in runs]
+
+
 def _prepare_one(batch: Batch, r: UnitRun) -> UnitRun:
     limit = batch.rt.settings.task.max_deliveries
     if r.starts > limit:
@@ -245,7 +282,8 @@ def _prepare_one(batch: Batch, r: UnitRun) -> UnitRun:
         params = batch.step.params(r.unit["params"])
         ctx = UnitContext(envelope["job"], envelope["step"], batch.step.name, r.unit["id"],
                           params, envelope["depth"], batch.settings)  # type: ignore[arg-type]
-        request = batch.step.request(params, batch.settings)
+        request = batch.site.dress(batch.step.request(params, batch.settings),
+                                   batch.rt.settings.headers, r.unit["id"])
         if not batch.allowed.allows_url(request.url):
             raise OffSite(f"{request.url} is outside the job's allowed domains",
                           url=request.url)

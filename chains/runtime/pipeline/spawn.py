@@ -54,7 +54,8 @@ def spawn(batch: Batch, runs: list[UnitRun], held: Held, run_on: bool) -> list[U
             for child_step, units in found.items():
                 kids.setdefault(child_step, {}).update((u["id"], u) for u in units)
         grouped = {s: list(units.values()) for s, units in kids.items()}
-        for depth, group in by_depth(step, batch.envelope["depth"], grouped).items():
+        hop = 0 if chain.steps[step].same_depth else 1
+        for depth, group in by_depth(step, batch.envelope["depth"], grouped, hop).items():
             publisher.spawn(chain, batch.job_id, group, depth, rerun,
                             held if run_on else None, step)
     if not held.pages:

@@ -81,3 +81,11 @@ def test_a_message_running_its_list_on_holds_its_next_page_and_sends_only_full_m
     assert [u["params"]["item_id"] for u in held.waiting[("item", 1)]] == ["e", "f"]
     publisher.flush(chain, "j", held)
     assert sent[1:] == [("item", ["e", "f"])] and held.waiting == {}
+
+
+def test_what_a_same_depth_step_spawns_stays_at_its_depth() -> None:
+    """A sitemap is no hop: the pages it lists are as deep as the sitemap."""
+    kids = {"page": [make_unit("page", {"url": "a"})],
+            "sitemap": [make_unit("sitemap", {"url": "s"})]}
+    assert set(by_depth("sitemap", 0, kids, hop=0)) == {0}
+    assert set(by_depth("sitemap", 0, kids)) == {1}

@@ -1,4 +1,5 @@
-"""Launching, as an operator's log sees it: one INFO line per job started."""
+"""Launching: one INFO line per job started, and further root units (a generic crawl's
+several starts and its sitemaps)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from chains.crawl import crawl
 from chains.demo import demo
 from chains.runtime.checks import ChainError
 from chains.runtime.context import Runtime
@@ -52,3 +54,20 @@ def test_a_launch_refused_by_the_checks_logs_no_start(
     with pytest.raises(ChainError, match=r"demo\.h5\.nowhere"):
         launch(broken, {"page": 1}, runtime=runtime)
     assert started(caplog) == []
+
+
+def test_further_roots_of_any_step_start_at_depth_0_each_once(runtime: Runtime) -> None:
+    job = launch(crawl, {"url": "http://a.test/"}, runtime=runtime, roots={
+        "page": [{"url": "http://b.test/"}, {"url": "http://a.test/"}],
+        "sitemap": [{"url": "http://a.test/sitemap.xml", "level": 0}]})
+    assert isinstance(runtime.dispatch, Recorder)
+    sent = {(m.envelope["step"], m.envelope["depth"], u["params"]["url"])
+            for m in runtime.dispatch.sent for u in m.units}
+    assert sent == {("page", 0, "http://a.test/"), ("page", 0, "http://b.test/"),
+                    ("sitemap", 0, "http://a.test/sitemap.xml")}
+    assert runtime.ledger.pending(job.job_id) == 3
+
+
+def test_a_root_of_a_step_the_chain_lacks_is_refused_naming_it(runtime: Runtime) -> None:
+    with pytest.raises(ChainError, match="root units name feeds, not steps of the chain"):
+        launch(crawl, {"url": "http://a.test/"}, runtime=runtime, roots={"feeds": [{}]})
