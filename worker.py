@@ -12,6 +12,7 @@ the broker lost. Task events are off, as in Celery, until Flower turns them on.
 
 from __future__ import annotations
 
+import gc
 import threading
 from typing import Any
 
@@ -106,8 +107,11 @@ def _no_secrets_in_task_logs(logger: Any, **_: Any) -> None:
 
 @worker_process_init.connect
 def _fresh_clients_in_child(**_: Any) -> None:
-    """A forked pool child builds its own clients; it never reuses its parent's sockets."""
+    """A forked pool child builds its own clients; it never reuses its parent's sockets.
+    What it inherited is frozen out of the garbage collector's scans (``gc.freeze``):
+    every full collection would walk the app, its tasks and imports again."""
     session.reset()
+    gc.freeze()
 
 
 @worker_ready.connect

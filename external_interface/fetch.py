@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 import http.client
 import re
 import time
@@ -264,12 +265,18 @@ def _check_type(sent: Exchange, url: str, accept: tuple[str, ...]) -> None:
     if not accept:
         return
     declared = (sent.headers.get("content-type") or "").split(";")[0].strip().lower()
-    if not declared or any(media_type_matches(declared, a) for a in accept):
+    if not declared or _accepts(declared, accept):
         return
     raise ResponseRejected(
         f"content type {declared!r} is not accepted (accepts {', '.join(accept)}): "
         "refused unread; add it to the request's accept_types to fetch it",
         url=redact_url(url), status=sent.status)
+
+
+@functools.lru_cache(maxsize=1024)
+def _accepts(declared: str, accept: tuple[str, ...]) -> bool:
+    """Whether ``accept`` names media type ``declared`` (a few pairs per crawl: cached)."""
+    return any(media_type_matches(declared, a) for a in accept)
 
 
 def _read_capped(sent: Exchange, url: str, cap: int, deadline: Deadline) -> bytes:

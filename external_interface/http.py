@@ -29,6 +29,7 @@ from utils.decode import (
     parse_html,
     parse_xml,
 )
+from utils.selectors import PageSelector
 from utils.urls import fetch_url
 
 # Media types a step can ask for (``Request.accept_types``); a 2xx of another declared
@@ -123,7 +124,7 @@ class Response:
     def selector(self) -> Selector:
         """The body as a parsel ``Selector``: XML for XML media types, else HTML."""
         if any(media_type_matches(self.content_type, t) for t in XML_TYPES):
-            return Selector(text=self.text, type="xml", base_url=self.url)
+            return PageSelector(text=self.text, type="xml", base_url=self.url)
         return html_selector(self.text, self.url)  # recovers pages nested past libxml2's depth
 
     def css(self, query: str) -> SelectorList[Selector]:

@@ -29,6 +29,7 @@ every DTD would refuse old RSS 0.91 feeds that merely reference one.
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import sys
@@ -41,10 +42,10 @@ from typing import TypeAlias
 
 import lxml.html
 from lxml import etree
-from parsel import Selector
 from w3lib.encoding import html_body_declared_encoding, read_bom, resolve_encoding
 
 from exceptions import ParseError, ResponseRejected
+from utils.selectors import PageSelector
 
 _CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';,\s]+)""", re.IGNORECASE)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
@@ -70,8 +71,10 @@ class Decoded:
     lossy: bool = False
 
 
+@functools.lru_cache(maxsize=256)
 def header_charset(content_type: str | None) -> str | None:
-    """The ``charset`` parameter of a Content-Type header, as written, or None."""
+    """The ``charset`` parameter of a Content-Type header, as written, or None (a site
+    sends a few Content-Types over and over: cached)."""
     found = _CHARSET.search(content_type or "")
     return found.group(1) if found else None
 
@@ -151,10 +154,11 @@ def parse_html(markup: str | bytes, base_url: str | None = None) -> HtmlElement:
     return root
 
 
-def html_selector(markup: str | bytes, base_url: str | None = None) -> Selector:
-    """A parsel ``Selector`` over ``parse_html``'s tree. ``Selector(text=..., type="html")``
-    parses by itself and silently stops at libxml2's depth limit (2048 levels)."""
-    return Selector(root=parse_html(markup, base_url), type="html", base_url=base_url)
+def html_selector(markup: str | bytes, base_url: str | None = None) -> PageSelector:
+    """A parsel ``Selector`` over ``parse_html``'s tree (``PageSelector``: its queries
+    compiled once). ``Selector(text=..., type="html")`` parses by itself and silently
+    stops at libxml2's depth limit (2048 levels)."""
+    return PageSelector(root=parse_html(markup, base_url), type="html", base_url=base_url)
 
 
 def _html_tree(text: str, base_url: str | None) -> tuple[HtmlElement, bool]:

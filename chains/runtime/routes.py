@@ -22,7 +22,9 @@ class Step(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     task: str = Field(description="The step's name, '<site>.<platform>.<step>'.")
-    batch_size: int = Field(1, ge=1, le=1000, description="Units per message.")
+    batch_size: int = Field(10, ge=1, le=1000, description="Units per message, fetched "
+                            "at once in one worker process; a message costs the broker and "
+                            "the worker a few ms of CPU whatever it carries.")
     priority: int = Field(5, ge=0, le=9, description="Higher runs sooner (0-9).")
     queue: str | None = Field(None, description="Queue override; default: the task's site.")
     recrawl: RecrawlPolicy | None = Field(

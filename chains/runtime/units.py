@@ -35,9 +35,15 @@ class Unit(TypedDict):
     rotation: NotRequired[dict[str, Any]]  # resources this unit burnt, waits it made
 
 
+# Built once: ``json.dumps`` with options builds an encoder per call, and every child of
+# a crawl passes here twice (its id, its revival payload). Same bytes as ``json.dumps``.
+_ID_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+_PAYLOAD_JSON = json.JSONEncoder(separators=(",", ":"))
+
+
 def unit_id(step: str, params: Mapping[str, Any]) -> str:
     """Same step and params, same id: in a job, a unit exists once."""
-    raw = json.dumps([step, params], sort_keys=True, separators=(",", ":"), default=str)
+    raw = _ID_JSON.encode([step, params])
     return hashlib.blake2b(raw.encode(), digest_size=10).hexdigest()
 
 
@@ -79,7 +85,7 @@ def by_depth(step: str, depth: int, kids: Mapping[str, Iterable[Unit]],
 
 def revival_payload(step: str, depth: int, unit: Unit) -> str:
     """What the ledger keeps of an open unit to publish it again: step, depth, unit."""
-    return json.dumps([step, depth, unit], separators=(",", ":"))
+    return _PAYLOAD_JSON.encode([step, depth, unit])
 
 
 def revived(payload: str) -> tuple[str, int, Unit]:

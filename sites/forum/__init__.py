@@ -71,15 +71,15 @@ def thread(page: Page, response: Response) -> Parsed[Thread | Post]:
     items: list[Thread | Post] = [Post(
         post_id=int(post.attrib["data-post-id"]), thread_id=thread_id,
         author_id=int(post.css("a.author::attr(data-user-id)").get("")),
-        body=post.css(".body p::text").get(""),
-        score=short_number(post.css(".score::text").get("")),
-        created_at=relative_time(post.css(".time::text").get(""), response.date))
+        body=post.css("div.body p::text").get(""),
+        score=short_number(post.css("span.score::text").get("")),
+        created_at=relative_time(post.css("span.time::text").get(""), response.date))
         for post in article.css("div.post")]
     if meta := article.css(".thread-meta"):
         items.append(Thread(thread_id=thread_id, title=article.css("h1::text").get(""),
                             author_id=int(meta.css("a.author::attr(data-user-id)").get("")),
                             boards=sorted(response.css("a.board::attr(data-board-id)").getall()),
-                            reply_count=int(meta.css(".reply-count::text").get(""))))
+                            reply_count=int(meta.css("span.reply-count::text").get(""))))
     return Parsed(items, next_page=response.next_link())
 
 

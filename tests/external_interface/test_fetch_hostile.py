@@ -81,6 +81,14 @@ def _timing_and_framing(srv: RawServer) -> dict[str, Handler]:
         "/cl-long-hold": then_silent(srv, response("200 OK", b"hi", Content_Length="100")),
         "/cl-conflict": fixed(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 10"
                               b"\r\n\r\nhelloWORLD"),
+        "/head-garbage": fixed(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nnot a header\r\n"
+                               b"\r\nok"),
+        "/head-bad-name": fixed(b"HTTP/1.1 200 OK\r\nContent Length: 2\r\n\r\nok"),
+        "/head-folded-first": fixed(b"HTTP/1.1 200 OK\r\n X-Fold: a\r\nContent-Length: 2"
+                                    b"\r\n\r\nok"),
+        "/head-folded": fixed(b"HTTP/1.1 200 OK\r\nX-Fold: one\r\n\t two \r\nSet-Cookie: a=1"
+                              b"\r\nset-cookie: b=2\r\nX-Cr: left\rright\r\nContent-Length: 2"
+                              b"\r\n\r\nok", keep=True),
         "/chunk-bad-size": _chunked(b"zz\r\nhello\r\n0\r\n\r\n"),
         "/chunk-truncated": _chunked(b"5\r\nhello\r\n"),
         "/chunk-short-data": _chunked(b"a\r\nhello"),
@@ -232,6 +240,22 @@ def test_content_length_longer_than_the_body_is_a_network_error(
 
 def test_conflicting_content_lengths_are_refused(fetcher: Fetcher, server: RawServer) -> None:
     fetch_fails(fetcher, Request(server.base + "/cl-conflict"), ResponseRejected)
+
+
+@pytest.mark.parametrize("path", ["/head-garbage", "/head-bad-name", "/head-folded-first"])
+def test_a_head_with_a_line_that_is_no_header_field_is_refused(
+        fetcher: Fetcher, server: RawServer, path: str) -> None:
+    error = fetch_fails(fetcher, Request(server.base + path), ResponseRejected)
+    assert "response headers are invalid" in str(error)
+
+
+def test_folded_repeated_and_bare_cr_fields_are_read_as_one_value_each(
+        fetcher: Fetcher, server: RawServer) -> None:
+    response = fetcher.fetch(Request(server.base + "/head-folded"))
+    assert response.body == b"ok"
+    assert response.headers["x-fold"] == "one two"
+    assert response.headers.getlist("SET-COOKIE") == ["a=1", "b=2"]  # type: ignore[attr-defined]
+    assert response.headers["X-Cr"] == "left right"
 
 
 @pytest.mark.parametrize("path", ["/chunk-bad-size", "/chunk-truncated", "/chunk-short-data",

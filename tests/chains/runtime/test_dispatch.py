@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from chains.runtime.dispatch import Held, Publisher, message_priority
+from chains.runtime.dispatch import Held, Publisher, Recorder, message_priority
 from chains.runtime.model import Chain, Link, Step
 from chains.runtime.routes import Routes
 from chains.runtime.units import Unit, by_depth, children, make_unit, unit_id
@@ -89,3 +89,10 @@ def test_what_a_same_depth_step_spawns_stays_at_its_depth() -> None:
             "sitemap": [make_unit("sitemap", {"url": "s"})]}
     assert set(by_depth("sitemap", 0, kids, hop=0)) == {0}
     assert set(by_depth("sitemap", 0, kids)) == {1}
+
+
+def test_a_step_sends_ten_units_a_message_unless_it_says_otherwise() -> None:
+    recorder = Recorder()
+    units = [make_unit("item", {"item_id": str(i)}) for i in range(25)]
+    Publisher(recorder, None).publish(CHAIN, "j", "item", units, 1)  # type: ignore[arg-type]
+    assert [len(m.units) for m in recorder.sent] == [10, 10, 5]
