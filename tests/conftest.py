@@ -23,8 +23,11 @@ _db = itertools.count(1)
 def pytest_configure(config: pytest.Config) -> None:
     """A developer's ``crawlchain.env`` (production URLs, secrets) never reaches a test,
     a module imported while collecting, or a process a test starts; tests that want a
-    file set ``CRAWLCHAIN_ENV_FILE`` themselves."""
+    file set ``CRAWLCHAIN_ENV_FILE`` themselves. ``control.sh`` exports the demo's
+    ``DEMO_BASE_URL`` (its sandbox's port); a launch in a test reads its site's URL from
+    the test's own env file or cluster, as it does under bare ``pytest``."""
     os.environ["CRAWLCHAIN_ENV_FILE"] = ""
+    os.environ.pop("DEMO_BASE_URL", None)
 
 
 @pytest.fixture(scope="session")

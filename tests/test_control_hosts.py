@@ -236,11 +236,11 @@ def test_a_host_cut_off_mid_job_loses_nothing_its_units_finish_on_the_others(
     world = LOST_HOST_WORLD
     port = free_port(lab.gateway)
     redis = embedded_redis.start(tmp_path / "redis", tmp_path / "redis.sock",
-                                 tcp=(lab.gateway, port))
+                                 tcp=(lab.gateway, port), password=SECRET)
     sandbox = serve(world, lab.gateway, Faults(latency_s=0.05))
     env_file = write_env_file(tmp_path / "crawlchain.env", {
-        "CELERY_BROKER_URL": f"redis://{lab.gateway}:{port}/0",
-        "STATE_REDIS_URL": f"redis://{lab.gateway}:{port}/0",
+        "CELERY_BROKER_URL": f"redis://:{SECRET}@{lab.gateway}:{port}/0",
+        "STATE_REDIS_URL": f"redis://:{SECRET}@{lab.gateway}:{port}/0",
         "STORAGE_URL": f"sqlite:///{tmp_path / 'items.db'}",
         "DEMO_BASE_URL": sandbox.base_url, **UNDEFENDED,
         "POLITE_LEASE_TTL_S": "5"})  # a cut host's politeness slots come back soon

@@ -61,13 +61,16 @@ def server_version(binary: str) -> tuple[int, ...]:
     return tuple(int(part) for part in match.groups())
 
 
-def command(workdir: Path, socket: Path, tcp: tuple[str, int] | None = None) -> list[str]:
+def command(workdir: Path, socket: Path, tcp: tuple[str, int] | None = None,
+            password: str | None = None) -> list[str]:
     """The server's command line: persistent, never evicting, on a unix socket only, or
-    also on ``tcp`` = (address, port) for workers on other hosts (network namespaces)."""
+    also on ``tcp`` = (address, port) for workers on other hosts (network namespaces).
+    Redis refuses other hosts' clients unless it has a ``password`` (protected mode)."""
     listen = ["--bind", tcp[0], "--port", str(tcp[1])] if tcp else ["--port", "0"]
     return [
         server_binary(),
         *listen,
+        *(["--requirepass", password] if password else []),
         "--unixsocket", str(socket),
         "--unixsocketperm", "700",
         "--dir", str(workdir),
@@ -80,14 +83,15 @@ def command(workdir: Path, socket: Path, tcp: tuple[str, int] | None = None) -> 
 
 
 def start(workdir: Path, socket: Path, log: Path | None = None,
-          tcp: tuple[str, int] | None = None) -> subprocess.Popen[bytes]:
+          tcp: tuple[str, int] | None = None,
+          password: str | None = None) -> subprocess.Popen[bytes]:
     """Start a server and wait until its socket answers; the caller owns the process."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen(
-        command(workdir, socket, tcp), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    wait_ready(socket, proc)
+        command(workdir, socket, tcp, password), stdout=out, stderr=subprocess.STDOUT,
+        start_new_session=True)
+    wait_ready(socket, proc, password=password)
     return proc
 
 
@@ -130,14 +134,15 @@ def stopped_copy(data_dir: Path) -> Iterator[str]:
 
 
 def wait_ready(socket: Path, proc: subprocess.Popen[bytes] | None = None,
-               timeout: float = 10.0) -> None:
+               timeout: float = 10.0, password: str | None = None) -> None:
     """Block until ``PING`` answers on ``socket``; raise if the server died or never came."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"redis-server exited with {proc.returncode}; see its log")
         try:
-            if socket.exists() and redis.Redis(unix_socket_path=str(socket)).ping():
+            client = redis.Redis(unix_socket_path=str(socket), password=password)
+            if socket.exists() and client.ping():
                 return
         except redis.ConnectionError:
             pass

@@ -3,6 +3,7 @@ cluster starts it."""
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,18 @@ def test_the_command_line_prints_the_server_or_why_there_is_none(tmp_path: Path)
                           cwd=ROOT, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2
     assert "embedded redis:" in done.stderr and "REDIS_SERVER" in done.stderr
+
+
+def test_a_server_open_to_other_hosts_answers_only_with_its_password(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = embedded_redis.start(tmp_path, tmp_path / "redis.sock", tcp=("127.0.0.1", port),
+                                password="s3cret")
+    try:
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port).ping()
+        assert redis.Redis(port=port, password="s3cret").ping()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

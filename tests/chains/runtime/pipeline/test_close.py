@@ -11,7 +11,7 @@ from chains.runtime.model import Chain, Step
 from chains.runtime.pipeline.close import backoff_s
 from sandbox.cluster import running_cluster
 from sandbox.server import Faults
-from sandbox.world import World
+from sandbox.world import Shape, World
 
 
 @pytest.mark.parametrize("base", [0.2, 1.0, 1.5])
@@ -26,7 +26,8 @@ def test_backoff_grows_with_retries_is_jittered_and_capped_for_any_base(base: fl
 def test_a_503_with_retry_after_waits_that_long_before_the_next_attempt(tmp_path: Path) -> None:
     feed_only = Chain(name="feed-once", start="feed", steps={"feed": Step(task="demo.h5.feed")})
     faults = Faults(fail_first=1, retry_after=2)  # each URL: a 503 Retry-After: 2, then 200
-    with running_cluster(tmp_path, World(seed=3), faults=faults,
+    world = World(seed=3, shape=Shape(articles=30))  # three feed pages, one after another
+    with running_cluster(tmp_path, world, faults=faults,
                          extra_env={"TASK_BACKOFF_BASE_S": "0.1", "TASK_BACKOFF_MAX_S": "5"}
                          ) as cluster:
         status = cluster.launch(feed_only, page=1).wait(timeout=60)
