@@ -146,7 +146,7 @@ class RobotsPolicy:
         try:
             response = self.fetch(f"{origin}/robots.txt")
         except (NetworkError, ServerError) as exc:
-            return self._failed(previous, now, 0, f"robots.txt unreachable: {exc}")
+            return self._failed(origin, previous, now, 0, f"robots.txt unreachable: {exc}")
         except CrawlError as exc:  # a redirect loop, a refused body, a guarded host
             return self._allow(now, getattr(exc, "status", None) or 0,
                                f"robots.txt unusable, all allowed: {exc}")
@@ -155,13 +155,13 @@ class RobotsPolicy:
             return RobotsRecord("parsed", status, now, now + self.settings.cache_ttl_s,
                                 body=_cut(response.body))
         if status == 429 or status >= 500:
-            return self._failed(previous, now, status, f"robots.txt answered {status}")
+            return self._failed(origin, previous, now, status, f"robots.txt answered {status}")
         return self._allow(now, status, f"robots.txt answered {status}, all allowed")
 
     def _allow(self, now: float, status: int, note: str) -> RobotsRecord:
         return RobotsRecord("allow", status, now, now + self.settings.cache_ttl_s, note)
 
-    def _failed(self, previous: RobotsRecord | None, now: float, status: int,
+    def _failed(self, origin: str, previous: RobotsRecord | None, now: float, status: int,
                 note: str) -> RobotsRecord:
         """Disallow for a back-off; keep a recent good copy; allow once failing too long."""
         since = previous.failing_since if previous and previous.failing_since else now
@@ -173,6 +173,11 @@ class RobotsPolicy:
         if now - since >= self.settings.allow_after_s:
             return RobotsRecord("allow", status, now, until,
                                 f"{note} for {now - since:.0f} s, all allowed", b"", since)
+        # Once per origin and back-off for the cluster: the one line saying why its units
+        # wait (a wrong base URL or a site that is down looks like this).
+        log.warning("%s: %s; its URLs wait %.0f s, then it is asked again (all allowed "
+                    "once it has failed for %.0f s)", origin, note,
+                    self.settings.error_backoff_s, self.settings.allow_after_s)
         return RobotsRecord("disallow", status, now, until, f"{note}, all disallowed for now",
                             b"", since)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Iterator
 
@@ -158,11 +159,17 @@ def test_a_redirect_loop_counts_as_no_robots_and_a_redirect_is_followed(
         assert policy_for(clock).check(f"{site.base}/x").reason == "disallowed"
 
 
-def test_an_unreachable_host_is_unavailable(clock: Clock) -> None:
+def test_an_unreachable_host_is_unavailable_and_the_log_says_whose_units_wait(
+        clock: Clock, caplog: pytest.LogCaptureFixture) -> None:
     with serve({}) as site:
         base = site.base
-    verdict = policy_for(clock).check(f"{base}/x")  # the server is gone: connection refused
+    policy = policy_for(clock)
+    with caplog.at_level(logging.WARNING, logger="external_interface.robots.policy"):
+        verdict = policy.check(f"{base}/x")  # the server is gone: connection refused
+        policy.check(f"{base}/y")  # the same back-off: asked once, said once
     assert not verdict.allowed and verdict.reason == "unavailable"
+    [line] = caplog.messages
+    assert line.startswith(f"{base}: robots.txt unreachable") and "its URLs wait" in line
 
 
 def test_two_threads_asking_at_once_fetch_once(clock: Clock) -> None:
