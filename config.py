@@ -185,8 +185,17 @@ class HeaderSettings(BaseSettings):
     def for_site(self, site: str, declared: SiteHeaders | None = None) -> SiteHeaders:
         """What a site's requests start from: the override, else its declaration, with
         the cluster's family where neither names one."""
-        chosen = self.sites.get(site) or declared or SiteHeaders()
-        return chosen if chosen.family else chosen.model_copy(update={"family": self.family})
+        family, headers = self.resolved(site, declared)
+        return SiteHeaders(family=family, headers=headers)
+
+    def resolved(self, site: str, declared: SiteHeaders | None = None,
+                 ) -> tuple[str, dict[str, str]]:
+        """``for_site`` as its family and headers, without building a model (it runs
+        for every request)."""
+        chosen = self.sites.get(site) or declared
+        if chosen is None:
+            return self.family, {}
+        return chosen.family or self.family, chosen.headers
 
 
 class RobotsSettings(BaseSettings):

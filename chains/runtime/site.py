@@ -154,9 +154,9 @@ class Site:
         """``request`` under the site's default browser headers (its own headers win;
         providers go over both). ``key`` (a unit id) picks the browser, so a unit keeps
         one identity across retries and workers."""
-        from external_interface.user_agent.headers import site_headers  # not for a parser
+        from external_interface.user_agent.headers import headers_for  # not for a parser
 
-        defaults = site_headers(cluster.for_site(self.name, self.headers), key)
+        defaults = headers_for(*cluster.resolved(self.name, self.headers), key)
         own = {name.lower() for name in request.headers}
         kept = {k: v for k, v in defaults.items() if k.lower() not in own}
         return replace(request, headers={**kept, **request.headers})

@@ -137,7 +137,7 @@ class SiteStep(Generic[In, ItemT]):
             if self.statuses and not built.accept_statuses:
                 built = replace(built, accept_statuses=self.statuses)
             return built
-        values = {**settings.model_dump(), **params.model_dump()}
+        values = {**settings.__dict__, **params.__dict__}  # the fields as set: no dump
         url = (self.url or "{url}").format_map(values)
         query = {name: str(values[name]) for name in self.query
                  if values.get(name) not in (None, "")}

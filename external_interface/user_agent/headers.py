@@ -19,6 +19,9 @@ cookies, a signature) still go over both, per unit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from functools import lru_cache
+
 from config import SiteHeaders
 from external_interface.user_agent import choose
 from external_interface.user_agent.browsers import HEADER_SETS
@@ -35,21 +38,35 @@ def families() -> list[str]:
 def default_headers(family: str | None, key: str) -> dict[str, str]:
     """A browser's default headers for ``family`` (None: desktop), the same for the same
     ``key``. Raises ``ValueError`` naming the known families for an unknown one."""
-    wanted = family or DEFAULT_FAMILY
-    sets = HEADER_SETS.get(wanted)
-    if not sets:
-        raise ValueError(f"unknown user agent family {wanted!r}: use one of "
-                         f"{', '.join(families())}, or set User-Agent in the site's headers")
-    agent, accept, language = choose(sets, key)
-    return {"User-Agent": agent, "Accept": accept, "Accept-Language": language,
-            "Accept-Encoding": ACCEPT_ENCODING}
+    return dict(choose(_header_sets(family, ()), key))
 
 
 def site_headers(site: SiteHeaders, key: str) -> dict[str, str]:
     """A site's defaults for one unit: the family's browser headers, then the site's
     own (any case of a name replaces the default's)."""
-    headers = default_headers(site.family, key)
-    if site.headers:
-        own = {name.lower() for name in site.headers}
-        headers = {k: v for k, v in headers.items() if k.lower() not in own} | site.headers
-    return headers
+    return headers_for(site.family, site.headers, key)
+
+
+def headers_for(family: str | None, own: Mapping[str, str], key: str) -> dict[str, str]:
+    """``site_headers`` from its parts: every unit's request passes here, and the
+    merged sets are built once per family and site headers, not once per unit."""
+    return dict(choose(_header_sets(family, tuple(own.items())), key))
+
+
+@lru_cache(maxsize=256)
+def _header_sets(family: str | None, own: tuple[tuple[str, str], ...],
+                 ) -> tuple[dict[str, str], ...]:
+    """Every header set of ``family``, each with ``own`` over it, in the family's order
+    (so ``choose`` picks the same browser for a key whatever the site adds)."""
+    wanted = family or DEFAULT_FAMILY
+    sets = HEADER_SETS.get(wanted)
+    if not sets:
+        raise ValueError(f"unknown user agent family {wanted!r}: use one of "
+                         f"{', '.join(families())}, or set User-Agent in the site's headers")
+    names = {name.lower() for name, _ in own}
+    merged = []
+    for agent, accept, language in sets:
+        browser = {"User-Agent": agent, "Accept": accept, "Accept-Language": language,
+                   "Accept-Encoding": ACCEPT_ENCODING}
+        merged.append({k: v for k, v in browser.items() if k.lower() not in names} | dict(own))
+    return tuple(merged)
