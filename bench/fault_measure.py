@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from bench.fault_units import describe
 from chains.runtime.ledger import FINISHED, FINISHED_WITH_FAILURES, Failure
 from chains.runtime.units import unit_id
 from sandbox.cluster import Cluster
@@ -47,17 +48,29 @@ class Trial:
     world: World
     concurrency: int = 2
     job_id: str | None = None
+    launched_at: float | None = None  # time.time() when the cluster was asked to crawl
     fault_at: float | None = None  # time.time() of the (first) injection
+    progress: float | None = None  # the share of units finished the fault waited for
     expected_failures: dict[str, str] = field(default_factory=dict)  # unit id -> reason prefix
     exempt_urls: set[str] = field(default_factory=set)  # re-executed on purpose (poison)
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # found while injecting
     stopped: set[int] = field(default_factory=set)  # worker pids the harness itself stopped
+    cleanups: list[Callable[[], None]] = field(default_factory=list)  # a scenario's servers
 
     def fault(self) -> None:
         """Mark the injection moment (the first call wins)."""
         if self.fault_at is None:
             self.fault_at = time.time()
+
+    def moment(self) -> str:
+        """When the fault landed, in terms a replay can be compared against."""
+        if self.fault_at is None:
+            return "no fault injected"
+        since = f"{self.fault_at - self.launched_at:.1f}s after launch" \
+            if self.launched_at is not None else "before launch"
+        share = f", at {self.progress:.0%} of units" if self.progress is not None else ""
+        return since + share
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -85,6 +98,10 @@ class RunResult:
     drain_s: float
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    seed: str = ""  # the run's seed: ``--replay`` it
+    moment: str = ""  # when the fault landed
+    lost_items: list[str] = field(default_factory=list)  # ``collection/key <- unit``
+    doubled_items: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +138,7 @@ def at_random_progress(trial: Trial, low: float = 0.1, high: float = 0.7,
     whatever the machine's speed.
     """
     share = trial.rng.uniform(low, high)
+    trial.progress = share
     target = max(1, int(share * trial.total_units()))
     if not poll(lambda: (units_finished(trial) or 0) >= target, timeout):
         trial.note(f"progress {share:.2f} not reached in {timeout:.0f}s; injected anyway")
@@ -151,13 +169,21 @@ def measure(trial: Trial, finished: bool) -> RunResult:
     counted = _items_counted(trial)
     distinct = sum(len(set(keys)) for keys in stored.values())
     rows = sum(len(keys) for keys in stored.values())
+    lost = lost_keys(trial.world, stored, failures)
+    doubled = doubled_keys(stored)
+    if counted > distinct:
+        doubled.append(f"the job counted {counted - distinct} items beyond the "
+                       f"{distinct} distinct keys stored")
     result = RunResult(
-        lost=len(lost_keys(trial.world, stored, failures)),
+        lost=len(lost),
         duplicate_items=(rows - distinct) + max(0, counted - distinct),
         duplicate_executions=duplicate_executions(trial.cluster, trial.exempt_urls),
         drain_s=_drain_s(trial, finished),
         problems=list(trial.problems),
         notes=list(trial.notes),
+        moment=trial.moment(),
+        lost_items=[describe(trial.world, item) for item in sorted(lost)],
+        doubled_items=doubled,
     )
     result.problems += _problems(trial, finished, stored, failures, counted, distinct)
     return result
@@ -172,6 +198,12 @@ def lost_keys(world: World, stored: dict[str, list[str]],
         for collection, keys in expected_keys(world).items()
         for key in keys - set(stored.get(collection, [])) - excused.get(collection, set())
     }
+
+
+def doubled_keys(stored: dict[str, list[str]]) -> list[str]:
+    """``collection/key xN`` of every key stored in more than one record."""
+    return [f"{collection}/{key} x{n}" for collection, keys in stored.items()
+            for key, n in sorted(Counter(keys).items()) if n > 1]
 
 
 def dead_letter_keys(world: World, failures: list[Failure]) -> dict[str, set[str]]:

@@ -52,6 +52,7 @@ CHAIN = without_recrawl(declared_demo)
 
 def start_and_launch(trial: Trial, workers: int) -> None:
     trial.cluster.start(workers, trial.concurrency)
+    trial.launched_at = time.time()
     trial.job_id = trial.cluster.launch(CHAIN, page=1).job_id
 
 
@@ -69,6 +70,7 @@ class Scenario:
     start: Callable[[Trial, int], None] = start_and_launch
     check: Callable[[Trial, RunResult], list[str]] | None = None
     quick: bool = False  # among the fastest: ``--quick`` and the default test suite run it
+    unavailable: Callable[[], str | None] | None = None  # why it cannot run here, if so
 
 
 # -- processes -----------------------------------------------------------------------
@@ -185,6 +187,7 @@ def wait_for_registration(trial: Trial, timeout: float) -> bool:
 def start_without_broker(trial: Trial, workers: int) -> None:
     """Workers and the launcher start first; the broker appears 2-12 s later."""
     trial.cluster.start(workers, trial.concurrency, redis=False)
+    trial.launched_at = time.time()
     trial.fault()
     launcher = threading.Thread(target=_launch_noting_errors, args=(trial,), daemon=True)
     launcher.start()
