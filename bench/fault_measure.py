@@ -48,11 +48,13 @@ class Trial:
     world: World
     concurrency: int = 2
     job_id: str | None = None
+    other_jobs: list[str] = field(default_factory=list)  # launched beside the measured one
     launched_at: float | None = None  # time.time() when the cluster was asked to crawl
     fault_at: float | None = None  # time.time() of the (first) injection
     progress: float | None = None  # the share of units finished the fault waited for
     expected_failures: dict[str, str] = field(default_factory=dict)  # unit id -> reason prefix
     exempt_urls: set[str] = field(default_factory=set)  # re-executed on purpose (poison)
+    jobs_per_url: int = 1  # jobs that each fetch every URL once (a chain launched twice: 2)
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # found while injecting
     stopped: set[int] = field(default_factory=set)  # worker pids the harness itself stopped
@@ -177,7 +179,8 @@ def measure(trial: Trial, finished: bool) -> RunResult:
     result = RunResult(
         lost=len(lost),
         duplicate_items=(rows - distinct) + max(0, counted - distinct),
-        duplicate_executions=duplicate_executions(trial.cluster, trial.exempt_urls),
+        duplicate_executions=duplicate_executions(trial.cluster, trial.exempt_urls,
+                                                  trial.jobs_per_url),
         drain_s=_drain_s(trial, finished),
         problems=list(trial.problems),
         notes=list(trial.notes),
@@ -230,10 +233,11 @@ def successful_executions(hits: list[Hit]) -> Counter[str]:
     return Counter(h.url for h in hits if h.status == 200 and h.delivered)
 
 
-def duplicate_executions(cluster: Cluster, exempt: set[str]) -> int:
+def duplicate_executions(cluster: Cluster, exempt: set[str], per_url: int = 1) -> int:
+    """200 answers per URL beyond the ``per_url`` the jobs each needed."""
     assert cluster.sandbox is not None
     counts = successful_executions(cluster.sandbox.hits())
-    return sum(n - 1 for url, n in counts.items() if n > 1 and url not in exempt)
+    return sum(n - per_url for url, n in counts.items() if n > per_url and url not in exempt)
 
 
 def _failures(trial: Trial) -> list[Failure]:

@@ -22,15 +22,21 @@ from dataclasses import dataclass, field, replace
 
 import psutil
 
+from bench.fault_hosts import (
+    check_other_jobs,
+    cold_shutdown,
+    host_lost,
+    launch_twice,
+    second_sigterm,
+)
+from bench.fault_launch import CHAIN, start_and_launch
 from bench.fault_measure import (
     RunResult,
     Trial,
     at_random_progress,
     user_info_unit,
 )
-from chains.demo import demo as declared_demo
 from chains.runtime.launch import launch
-from chains.runtime.model import Chain
 from external_interface import keys
 from sandbox.server import Faults, Hit, Site, url_key
 
@@ -39,21 +45,6 @@ PATIENT = {"TASK_MAX_RETRIES": "12"}  # outlasts a few seconds of storage outage
 FAST_FAILING_SQLITE = "sqlite:///{workdir}/items.db?busy_timeout_s=0.3"  # run dir filled in
 RETRY_GAP_SLACK_S = 6.0  # queueing on a busy 2-core box, on top of the capped countdown
 HONOURED = 0.9  # a Retry-After past the cap must still be waited for (nearly) the whole cap
-
-
-def without_recrawl(chain: Chain) -> Chain:
-    """The chain fetching every unit every time: each run is a full crawl."""
-    steps = {name: s.model_copy(update={"recrawl": None}) for name, s in chain.steps.items()}
-    return chain.model_copy(update={"steps": steps})
-
-
-CHAIN = without_recrawl(declared_demo)
-
-
-def start_and_launch(trial: Trial, workers: int) -> None:
-    trial.cluster.start(workers, trial.concurrency)
-    trial.launched_at = time.time()
-    trial.job_id = trial.cluster.launch(CHAIN, page=1).job_id
 
 
 @dataclass(frozen=True)
@@ -366,4 +357,12 @@ SCENARIOS: list[Scenario] = [
              kill_poison_every_time, start=poison_start),
     Scenario("rate_limited_429", "429 with Retry-After: 3600 on every URL for 0.5-2 s",
              rate_limit_for_a_while, check=check_rate_limit, quick=True),
+    Scenario("worker_cold_shutdown", "SIGQUIT (cold shutdown) of the worker mid-job, "
+             "started again", cold_shutdown),
+    Scenario("worker_second_sigterm", "a second SIGTERM 0.1-2 s into a warm shutdown, "
+             "started again", second_sigterm),
+    Scenario("worker_host_lost", "one of two workers SIGKILLed for good (no restart)",
+             host_lost, workers=2),
+    Scenario("launched_twice", "the same chain launched at once from two processes",
+             nothing_more, start=launch_twice, check=check_other_jobs),
 ]
