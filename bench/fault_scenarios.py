@@ -36,6 +36,14 @@ from bench.fault_measure import (
     at_random_progress,
     user_info_unit,
 )
+from bench.fault_stores import (
+    HALF_OPEN,
+    check_reconnected,
+    check_recrawl_ended,
+    crawl_then_recrawl,
+    freeze_broker_past_timeout,
+    lose_dedup_store,
+)
 from chains.runtime.launch import launch
 from external_interface import keys
 from sandbox.server import Faults, Hit, Site, url_key
@@ -365,4 +373,10 @@ SCENARIOS: list[Scenario] = [
              host_lost, workers=2),
     Scenario("launched_twice", "the same chain launched at once from two processes",
              nothing_more, start=launch_twice, check=check_other_jobs),
+    Scenario("broker_half_open", "redis-server SIGSTOPped past the broker socket timeout (5 s "
+             "here) by 2-8 s, then SIGCONT", freeze_broker_past_timeout, env=HALF_OPEN,
+             check=check_reconnected),
+    Scenario("dedup_store_lost", "the dedup marks' own Redis SIGKILLed mid-recrawl, started "
+             "empty 0-2 s later", lose_dedup_store, start=crawl_then_recrawl,
+             env={"DEDUP_REDIS_URL": "unix://{workdir}/dedup.sock"}, check=check_recrawl_ended),
 ]

@@ -56,7 +56,7 @@ def say(text: str) -> None:
 
 # -- one run --------------------------------------------------------------------------
 def run_once(scenario: Scenario, seed: str, drain_timeout: float,
-             overrides: dict[str, str] | None = None) -> RunResult:
+             overrides: dict[str, str] | None = None, keep: bool = False) -> RunResult:
     """Start a cluster, hurt it, measure; the run's directory is kept if it failed.
 
     The dice are seeded by the scenario's name and ``seed``: the same pair replays the
@@ -74,9 +74,9 @@ def run_once(scenario: Scenario, seed: str, drain_timeout: float,
     if problem:
         result.problems.append(problem)
     result.seed = seed
-    if result.ok:
+    if result.ok and not keep:
         shutil.rmtree(workdir, ignore_errors=True)
-    else:
+    if not result.ok or keep:
         result.notes.append(f"logs kept in {workdir}")
     return result
 
@@ -143,7 +143,7 @@ def run_seeds(seed: int, runs: int) -> list[str]:
 
 
 def run_all(names: Sequence[str], seeds: Sequence[str], drain_timeout: float,
-            overrides: dict[str, str] | None = None) -> list[Row]:
+            overrides: dict[str, str] | None = None, keep: bool = False) -> list[Row]:
     by_name = {s.name: s for s in SCENARIOS}
     rows = []
     for name in names:
@@ -153,7 +153,7 @@ def run_all(names: Sequence[str], seeds: Sequence[str], drain_timeout: float,
             say(f"{name}: skipped: {row.skipped}")
         for run_seed in [] if row.skipped else seeds:
             started = time.monotonic()
-            result = run_once(scenario, run_seed, drain_timeout, overrides)
+            result = run_once(scenario, run_seed, drain_timeout, overrides, keep)
             row.results.append(result)
             say(_progress_line(name, result, time.monotonic() - started))
         rows.append(row)
@@ -189,6 +189,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "needs --only with one scenario")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="an environment setting for every cluster (e.g. TASK_BACKOFF_BASE_S=1)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep every run's directory (worker and redis logs), not only failures'")
     p.add_argument("--drain-timeout", type=float, default=120.0,
                    help="seconds a hurt job may take to finish before it counts as stuck")
     args = p.parse_args(argv)
@@ -209,7 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{', '.join(args.only)}")
     overrides = dict(pair.split("=", 1) for pair in args.set)
     started = time.monotonic()
-    found = run_all(args.only, seeds, args.drain_timeout, overrides)
+    found = run_all(args.only, seeds, args.drain_timeout, overrides, args.keep)
     path = write_report(args.seed, list(argv if argv is not None else sys.argv[1:]), found,
                         time.monotonic() - started)
     say(f"report: {path}")
