@@ -9,10 +9,15 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
-from bench.fault_measure import RunResult, Trial, at_random_progress, poll
+import psutil
+
+from bench.fault_launch import start_and_launch
+from bench.fault_measure import RunResult, Trial, at_random_progress, job_state, poll
 from chains.runtime.ledger import FINISHED, FINISHED_WITH_FAILURES
 from sandbox.cluster import ROOT
+from sandbox.server import Faults
 
 EXIT_WAIT_S = 60.0  # a worker told to stop cold must be gone by then (generous: 2 busy cores)
 
@@ -64,6 +69,54 @@ def host_lost(trial: Trial) -> None:
     at_random_progress(trial)
     trial.fault()
     trial.stop_worker(signal.SIGKILL)
+
+
+# -- memory recycling -------------------------------------------------------------------
+HEAVY_PAGES = 4  # article pages of ``HEAVY_BYTES`` each
+HEAVY_BYTES = 50_000_000
+CHILD_LIMIT_KB = 200_000  # a pool child is ~80 MB; parsing one heavy page takes it past 250
+# Bigger pages than the default 10 MB cap are fetched whole here.
+HEAVY_ENV = {"FETCH_MAX_BODY_BYTES": str(64 * 1024 * 1024)}
+KILLED_SIGNS = ("signal 9", "SIGKILL", "Out of memory", "WorkerLostError")
+
+
+def heavy_pages_start(trial: Trial, workers: int) -> None:
+    """A few article pages of 50 MB; the worker's pool children are recycled past 200 MB
+    (``--max-memory-per-child``)."""
+    heavy = trial.rng.sample(sorted(trial.world.articles), HEAVY_PAGES)
+    trial.cluster.faults = replace(trial.cluster.faults or Faults(),
+                                   huge_articles=frozenset(heavy), huge_bytes=HEAVY_BYTES)
+    trial.cluster.worker_args = ["--max-memory-per-child", str(CHILD_LIMIT_KB)]
+    trial.note(f"heavy pages: {', '.join(heavy)}")
+    start_and_launch(trial, workers)
+
+
+def watch_children(trial: Trial) -> None:
+    """Every pool child the worker had until the job ended (120 s at most): recycled
+    children are replaced by new pids."""
+    trial.fault()
+    seen: set[int] = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and job_state(trial) not in (FINISHED,
+                                                                    FINISHED_WITH_FAILURES):
+        for worker in trial.cluster.workers:
+            try:
+                seen |= {c.pid for c in psutil.Process(worker.pid).children()}
+            except psutil.Error:
+                continue
+        time.sleep(0.1)
+    trial.children_seen = len(seen)
+
+
+def check_recycled(trial: Trial, result: RunResult) -> list[str]:
+    """Children were recycled (more pids than pool slots), none was killed."""
+    recycled = trial.children_seen - trial.concurrency * len(trial.cluster.workers)
+    result.notes.append(f"{recycled} pool children recycled")
+    logs = "".join(p.read_text(errors="replace") for p in trial.cluster.workdir.glob("w*.log"))
+    problems = [f"a worker log says {sign!r}" for sign in KILLED_SIGNS if sign in logs]
+    if recycled < 1:
+        problems.append("no pool child was recycled: the memory limit never acted")
+    return problems
 
 
 # -- the same chain launched twice -----------------------------------------------------

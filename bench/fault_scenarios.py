@@ -23,11 +23,15 @@ from dataclasses import dataclass, field, replace
 import psutil
 
 from bench.fault_hosts import (
+    HEAVY_ENV,
     check_other_jobs,
+    check_recycled,
     cold_shutdown,
+    heavy_pages_start,
     host_lost,
     launch_twice,
     second_sigterm,
+    watch_children,
 )
 from bench.fault_launch import CHAIN, start_and_launch
 from bench.fault_measure import (
@@ -373,6 +377,9 @@ SCENARIOS: list[Scenario] = [
              host_lost, workers=2),
     Scenario("launched_twice", "the same chain launched at once from two processes",
              nothing_more, start=launch_twice, check=check_other_jobs),
+    Scenario("memory_recycling", "4 article pages of 50 MB; pool children recycled past "
+             "200 MB (--max-memory-per-child)", watch_children, start=heavy_pages_start,
+             env=HEAVY_ENV, check=check_recycled),
     Scenario("broker_half_open", "redis-server SIGSTOPped past the broker socket timeout (5 s "
              "here) by 2-8 s, then SIGCONT", freeze_broker_past_timeout, env=HALF_OPEN,
              check=check_reconnected),
