@@ -55,6 +55,7 @@ class Trial:
     progress: float | None = None  # the share of units finished the fault waited for
     expected_failures: dict[str, str] = field(default_factory=dict)  # unit id -> reason prefix
     exempt_urls: set[str] = field(default_factory=set)  # re-executed on purpose (poison)
+    rabbit: object = None  # the scenario's own RabbitMQ node, when it has one
     children_seen: int = 0  # distinct pool children while the job ran (recycling)
     recrawl: bool = False  # the measured job skips fresh units: it may count fewer items
     jobs_per_url: int = 1  # jobs that each fetch every URL once (a chain launched twice: 2)

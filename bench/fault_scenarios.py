@@ -40,6 +40,8 @@ from bench.fault_measure import (
     at_random_progress,
     user_info_unit,
 )
+from bench.fault_rabbit import kill_rabbit_then_restart, rabbit_start
+from bench.fault_rabbit import unavailable as rabbit_unavailable
 from bench.fault_stores import (
     HALF_OPEN,
     check_reconnected,
@@ -377,6 +379,9 @@ SCENARIOS: list[Scenario] = [
              host_lost, workers=2),
     Scenario("launched_twice", "the same chain launched at once from two processes",
              nothing_more, start=launch_twice, check=check_other_jobs),
+    Scenario("rabbitmq_sigkill_restart", "a private RabbitMQ node as the broker, kill -9'd "
+             "mid-job, started again on its data after 0.5-4 s", kill_rabbit_then_restart,
+             start=rabbit_start, unavailable=rabbit_unavailable),
     Scenario("memory_recycling", "4 article pages of 50 MB; pool children recycled past "
              "200 MB (--max-memory-per-child)", watch_children, start=heavy_pages_start,
              env=HEAVY_ENV, check=check_recycled),
