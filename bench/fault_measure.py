@@ -178,12 +178,14 @@ def measure(trial: Trial, finished: bool) -> RunResult:
     rows = sum(len(keys) for keys in stored.values())
     lost = lost_keys(trial.world, stored, failures)
     doubled = doubled_keys(stored)
-    if counted > distinct:
-        doubled.append(f"the job counted {counted - distinct} items beyond the "
-                       f"{distinct} distinct keys stored")
+    # An item the store acknowledged but lost was counted by the job: lost, not doubled.
+    overcounted = max(0, counted - distinct - len(lost))
+    if overcounted:
+        doubled.append(f"the job counted {overcounted} items beyond the {distinct} distinct "
+                       f"keys stored and the {len(lost)} lost")
     result = RunResult(
         lost=len(lost),
-        duplicate_items=(rows - distinct) + max(0, counted - distinct),
+        duplicate_items=(rows - distinct) + overcounted,
         duplicate_executions=duplicate_executions(trial.cluster, trial.exempt_urls,
                                                   trial.jobs_per_url),
         drain_s=_drain_s(trial, finished),
