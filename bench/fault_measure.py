@@ -292,7 +292,8 @@ def _crashed_workers(trial: Trial) -> list[str]:
             continue
         log = trial.cluster.workdir / f"w{n}.log"
         lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-        last = next((x for x in reversed(lines) if "CRITICAL" in x or "ERROR" in x), "")
+        last = next((x for x in lines if "Unrecoverable error" in x), "") or next(
+            (x for x in reversed(lines) if "CRITICAL" in x or "ERROR" in x), "")
         out.append(f"worker w{n} exited by itself (code {proc.returncode}): {last[:300]}")
     return out
 
