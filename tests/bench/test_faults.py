@@ -6,7 +6,7 @@ default suite. The slow suite runs each scenario added for issue 22 once, and on
 scenario over an item store that drops an item (a real HTTP sink on loopback, broken on
 purpose): the harness must fail that row, name the item and the seed, and ``--replay``
 must fail the same way. The whole catalogue five times is ``./control.sh faults``, not a
-test: it takes about twenty minutes.
+test: it takes about fifteen minutes.
 """
 
 from __future__ import annotations
