@@ -91,6 +91,14 @@ class BrokerSettings(BaseSettings):
         "quorum", description="RabbitMQ only. quorum: replicated, a delivery limit and "
         "dead-lettering, but no message priorities (before RabbitMQ 4.0). classic: "
         "x-max-priority 9, so deeper units go first as on Redis; no delivery limit.")
+    broker_socket_timeout: float = Field(
+        30.0, gt=0, description="Redis only: seconds a broker command (a publish, an ack) may "
+        "wait for its reply before the connection is dropped and made again; without it a "
+        "half-open connection (a broker host gone without a FIN) blocks a worker for good.")
+    broker_health_check_interval: int = Field(
+        25, ge=0, description="Redis only: seconds between kombu's checks of its long-lived "
+        "connections; a consumer whose BRPOP reply is overdue by this much reconnects (a "
+        "half-open connection is noticed within about twice this). 0: no checks.")
     broker_heartbeat: int = Field(
         30, ge=0, description="RabbitMQ only: AMQP heartbeat seconds; a host cut off from "
         "the broker loses its connection, and its unacked units go back to the queue, "
@@ -125,10 +133,13 @@ class ReviveSettings(BaseSettings):
 
 
 class DedupSettings(BaseSettings):
-    """The recrawl-aware dedup store in the state Redis."""
+    """The recrawl-aware dedup store: in the state Redis, or in a Redis of its own."""
 
     model_config = SettingsConfigDict(env_prefix="DEDUP_", extra="ignore")
 
+    redis_url: str | None = Field(
+        None, description="Redis URL of the dedup marks when they live apart from the state "
+        "plane (a larger, evicting or cheaper instance); unset: the state Redis.")
     namespace: str = Field("cc", description="Key namespace; one layout per namespace.")
     expected_entries: int = Field(
         10_000_000, ge=1, description="Sizes the buckets on first use; fixed afterwards."

@@ -19,6 +19,7 @@
 #   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export|polite|generic [args]
 #                      (python -m bench.X --help)
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
+#                       [--only SCENARIO --replay SEED] [--keep] (report under run/faults/)
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #
 # Processes run detached, tracked by pid files under run/, logging under logs/ at

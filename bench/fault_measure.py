@@ -22,6 +22,7 @@ away (it is the broker too, and some scenarios kill it).
 from __future__ import annotations
 
 import random
+import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 
 import redis
 
+from bench.fault_units import describe
 from chains.runtime.ledger import FINISHED, FINISHED_WITH_FAILURES, Failure
 from chains.runtime.units import unit_id
 from sandbox.cluster import Cluster
@@ -47,17 +49,35 @@ class Trial:
     world: World
     concurrency: int = 2
     job_id: str | None = None
+    other_jobs: list[str] = field(default_factory=list)  # launched beside the measured one
+    launched_at: float | None = None  # time.time() when the cluster was asked to crawl
     fault_at: float | None = None  # time.time() of the (first) injection
+    progress: float | None = None  # the share of units finished the fault waited for
     expected_failures: dict[str, str] = field(default_factory=dict)  # unit id -> reason prefix
     exempt_urls: set[str] = field(default_factory=set)  # re-executed on purpose (poison)
+    rabbit: object = None  # the scenario's own RabbitMQ node, when it has one
+    children_seen: int = 0  # distinct pool children while the job ran (recycling)
+    recrawl: bool = False  # the measured job skips fresh units: it may count fewer items
+    jobs_per_url: int = 1  # jobs that each fetch every URL once (a chain launched twice: 2)
     notes: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # found while injecting
     stopped: set[int] = field(default_factory=set)  # worker pids the harness itself stopped
+    cleanups: list[Callable[[], None]] = field(default_factory=list)  # run at teardown
+    servers: list[subprocess.Popen[bytes]] = field(default_factory=list)  # a scenario's own
 
     def fault(self) -> None:
         """Mark the injection moment (the first call wins)."""
         if self.fault_at is None:
             self.fault_at = time.time()
+
+    def moment(self) -> str:
+        """When the fault landed, in terms a replay can be compared against."""
+        if self.fault_at is None:
+            return "no fault injected"
+        since = f"{self.fault_at - self.launched_at:.1f}s after launch" \
+            if self.launched_at is not None else "before launch"
+        share = f", at {self.progress:.0%} of units" if self.progress is not None else ""
+        return since + share
 
     def note(self, text: str) -> None:
         self.notes.append(text)
@@ -85,6 +105,10 @@ class RunResult:
     drain_s: float
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    seed: str = ""  # the run's seed: ``--replay`` it
+    moment: str = ""  # when the fault landed
+    lost_items: list[str] = field(default_factory=list)  # ``collection/key <- unit``
+    doubled_items: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -121,6 +145,7 @@ def at_random_progress(trial: Trial, low: float = 0.1, high: float = 0.7,
     whatever the machine's speed.
     """
     share = trial.rng.uniform(low, high)
+    trial.progress = share
     target = max(1, int(share * trial.total_units()))
     if not poll(lambda: (units_finished(trial) or 0) >= target, timeout):
         trial.note(f"progress {share:.2f} not reached in {timeout:.0f}s; injected anyway")
@@ -151,13 +176,24 @@ def measure(trial: Trial, finished: bool) -> RunResult:
     counted = _items_counted(trial)
     distinct = sum(len(set(keys)) for keys in stored.values())
     rows = sum(len(keys) for keys in stored.values())
+    lost = lost_keys(trial.world, stored, failures)
+    doubled = doubled_keys(stored)
+    # An item the store acknowledged but lost was counted by the job: lost, not doubled.
+    overcounted = max(0, counted - distinct - len(lost))
+    if overcounted:
+        doubled.append(f"the job counted {overcounted} items beyond the {distinct} distinct "
+                       f"keys stored and the {len(lost)} lost")
     result = RunResult(
-        lost=len(lost_keys(trial.world, stored, failures)),
-        duplicate_items=(rows - distinct) + max(0, counted - distinct),
-        duplicate_executions=duplicate_executions(trial.cluster, trial.exempt_urls),
+        lost=len(lost),
+        duplicate_items=(rows - distinct) + overcounted,
+        duplicate_executions=duplicate_executions(trial.cluster, trial.exempt_urls,
+                                                  trial.jobs_per_url),
         drain_s=_drain_s(trial, finished),
         problems=list(trial.problems),
         notes=list(trial.notes),
+        moment=trial.moment(),
+        lost_items=[describe(trial.world, item) for item in sorted(lost)],
+        doubled_items=doubled,
     )
     result.problems += _problems(trial, finished, stored, failures, counted, distinct)
     return result
@@ -172,6 +208,12 @@ def lost_keys(world: World, stored: dict[str, list[str]],
         for collection, keys in expected_keys(world).items()
         for key in keys - set(stored.get(collection, [])) - excused.get(collection, set())
     }
+
+
+def doubled_keys(stored: dict[str, list[str]]) -> list[str]:
+    """``collection/key xN`` of every key stored in more than one record."""
+    return [f"{collection}/{key} x{n}" for collection, keys in stored.items()
+            for key, n in sorted(Counter(keys).items()) if n > 1]
 
 
 def dead_letter_keys(world: World, failures: list[Failure]) -> dict[str, set[str]]:
@@ -198,10 +240,11 @@ def successful_executions(hits: list[Hit]) -> Counter[str]:
     return Counter(h.url for h in hits if h.status == 200 and h.delivered)
 
 
-def duplicate_executions(cluster: Cluster, exempt: set[str]) -> int:
+def duplicate_executions(cluster: Cluster, exempt: set[str], per_url: int = 1) -> int:
+    """200 answers per URL beyond the ``per_url`` the jobs each needed."""
     assert cluster.sandbox is not None
     counts = successful_executions(cluster.sandbox.hits())
-    return sum(n - 1 for url, n in counts.items() if n > 1 and url not in exempt)
+    return sum(n - per_url for url, n in counts.items() if n > per_url and url not in exempt)
 
 
 def _failures(trial: Trial) -> list[Failure]:
@@ -235,7 +278,7 @@ def _problems(trial: Trial, finished: bool, stored: dict[str, list[str]],
     strays = sum(len(set(keys) - expected.get(c, set())) for c, keys in stored.items())
     if strays:
         problems.append(f"{strays} stored items the world does not hold")
-    if counted < distinct:
+    if counted < distinct and not trial.recrawl:
         problems.append(f"the job counted {counted} items, the store holds {distinct}")
     problems += _unexpected_failures(trial, failures)
     return problems + _crashed_workers(trial)
@@ -249,7 +292,8 @@ def _crashed_workers(trial: Trial) -> list[str]:
             continue
         log = trial.cluster.workdir / f"w{n}.log"
         lines = log.read_text(errors="replace").splitlines() if log.exists() else []
-        last = next((x for x in reversed(lines) if "CRITICAL" in x or "ERROR" in x), "")
+        last = next((x for x in lines if "Unrecoverable error" in x), "") or next(
+            (x for x in reversed(lines) if "CRITICAL" in x or "ERROR" in x), "")
         out.append(f"worker w{n} exited by itself (code {proc.returncode}): {last[:300]}")
     return out
 

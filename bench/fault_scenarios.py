@@ -22,15 +22,35 @@ from dataclasses import dataclass, field, replace
 
 import psutil
 
+from bench.fault_hosts import (
+    HEAVY_ENV,
+    check_other_jobs,
+    check_recycled,
+    cold_shutdown,
+    heavy_pages_start,
+    host_lost,
+    launch_twice,
+    second_sigterm,
+    watch_children,
+)
+from bench.fault_launch import CHAIN, start_and_launch
 from bench.fault_measure import (
     RunResult,
     Trial,
     at_random_progress,
     user_info_unit,
 )
-from chains.demo import demo as declared_demo
+from bench.fault_rabbit import kill_rabbit_then_restart, rabbit_start
+from bench.fault_rabbit import unavailable as rabbit_unavailable
+from bench.fault_stores import (
+    HALF_OPEN,
+    check_reconnected,
+    check_recrawl_ended,
+    crawl_then_recrawl,
+    freeze_broker_past_timeout,
+    lose_dedup_store,
+)
 from chains.runtime.launch import launch
-from chains.runtime.model import Chain
 from external_interface import keys
 from sandbox.server import Faults, Hit, Site, url_key
 
@@ -39,20 +59,6 @@ PATIENT = {"TASK_MAX_RETRIES": "12"}  # outlasts a few seconds of storage outage
 FAST_FAILING_SQLITE = "sqlite:///{workdir}/items.db?busy_timeout_s=0.3"  # run dir filled in
 RETRY_GAP_SLACK_S = 6.0  # queueing on a busy 2-core box, on top of the capped countdown
 HONOURED = 0.9  # a Retry-After past the cap must still be waited for (nearly) the whole cap
-
-
-def without_recrawl(chain: Chain) -> Chain:
-    """The chain fetching every unit every time: each run is a full crawl."""
-    steps = {name: s.model_copy(update={"recrawl": None}) for name, s in chain.steps.items()}
-    return chain.model_copy(update={"steps": steps})
-
-
-CHAIN = without_recrawl(declared_demo)
-
-
-def start_and_launch(trial: Trial, workers: int) -> None:
-    trial.cluster.start(workers, trial.concurrency)
-    trial.job_id = trial.cluster.launch(CHAIN, page=1).job_id
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,7 @@ class Scenario:
     start: Callable[[Trial, int], None] = start_and_launch
     check: Callable[[Trial, RunResult], list[str]] | None = None
     quick: bool = False  # among the fastest: ``--quick`` and the default test suite run it
+    unavailable: Callable[[], str | None] | None = None  # why it cannot run here, if so
 
 
 # -- processes -----------------------------------------------------------------------
@@ -185,6 +192,7 @@ def wait_for_registration(trial: Trial, timeout: float) -> bool:
 def start_without_broker(trial: Trial, workers: int) -> None:
     """Workers and the launcher start first; the broker appears 2-12 s later."""
     trial.cluster.start(workers, trial.concurrency, redis=False)
+    trial.launched_at = time.time()
     trial.fault()
     launcher = threading.Thread(target=_launch_noting_errors, args=(trial,), daemon=True)
     launcher.start()
@@ -363,4 +371,24 @@ SCENARIOS: list[Scenario] = [
              kill_poison_every_time, start=poison_start),
     Scenario("rate_limited_429", "429 with Retry-After: 3600 on every URL for 0.5-2 s",
              rate_limit_for_a_while, check=check_rate_limit, quick=True),
+    Scenario("worker_cold_shutdown", "SIGQUIT (cold shutdown) of the worker mid-job, "
+             "started again", cold_shutdown),
+    Scenario("worker_second_sigterm", "a second SIGTERM 0.1-2 s into a warm shutdown, "
+             "started again", second_sigterm),
+    Scenario("worker_host_lost", "one of two workers SIGKILLed for good (no restart)",
+             host_lost, workers=2),
+    Scenario("launched_twice", "the same chain launched at once from two processes",
+             nothing_more, start=launch_twice, check=check_other_jobs),
+    Scenario("rabbitmq_sigkill_restart", "a private RabbitMQ node as the broker, kill -9'd "
+             "mid-job, started again on its data after 0.5-4 s", kill_rabbit_then_restart,
+             start=rabbit_start, unavailable=rabbit_unavailable),
+    Scenario("memory_recycling", "4 article pages of 50 MB; pool children recycled past "
+             "200 MB (--max-memory-per-child)", watch_children, start=heavy_pages_start,
+             env=HEAVY_ENV, check=check_recycled),
+    Scenario("broker_half_open", "redis-server SIGSTOPped past the broker socket timeout (5 s "
+             "here) by 2-8 s, then SIGCONT", freeze_broker_past_timeout, env=HALF_OPEN,
+             check=check_reconnected),
+    Scenario("dedup_store_lost", "the dedup marks' own Redis SIGKILLed mid-recrawl, started "
+             "empty 0-2 s later", lose_dedup_store, start=crawl_then_recrawl,
+             env={"DEDUP_REDIS_URL": "unix://{workdir}/dedup.sock"}, check=check_recrawl_ended),
 ]

@@ -1,6 +1,7 @@
 """Fault injection: does a crawl lose or double anything when its processes are hurt?
 
     python -m bench.faults --json [--runs 5] [--only SCENARIO ...] [--quick] [--seed N]
+    python -m bench.faults --only SCENARIO --replay SEED
 
 Each run starts a fresh local cluster (redis-server with AOF on, the sandbox
 site, Celery workers: real processes, loopback and unix sockets only), launches
@@ -14,10 +15,14 @@ duplicate items, duplicate executions and the time to drain (see
 One row per scenario sums its runs; ``outcome`` is "ok" when no run lost or
 doubled an item and none broke the scenario's own checks (an unexpected dead
 letter, a job that never finished, a worker that died by itself, a 429 waited
-on past the cap), else "FAIL"; ``problems`` says which.
-The seed is printed first (stderr) so a failing run can be replayed; the
-directory of a failing run (worker and redis logs) is kept and named. With
-``--json`` the last stdout line is ``{"seed", "rows": [...]}``; without it, a table.
+on past the cap), "skipped" when the scenario cannot run here (with why), else
+"FAIL"; ``problems`` says which, and ``failures`` names each failing run: its
+seed, the fault's moment, the items lost or doubled with the units that owed them
+(``bench.fault_report``). ``--only S --replay SEED`` runs that one run again with
+the same dice. The directory of a failing run (worker and redis logs) is kept and
+named. Every run's details go to a JSON file under ``run/faults/`` whose path is
+printed (stderr). With ``--json`` the last stdout line is
+``{"seed", "report", "rows": [...]}``; without it, a table.
 """
 
 from __future__ import annotations
@@ -33,11 +38,10 @@ import time
 import traceback
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from bench.fault_measure import RunResult, Trial, measure, wait_finished
+from bench.fault_report import Row, table, write_report
 from bench.fault_scenarios import SCENARIOS, Scenario
 from sandbox.cluster import Cluster
 from sandbox.world import World, expected_keys
@@ -46,49 +50,33 @@ WORLD = World(seed=5)  # 248 units, 810 items: a run takes seconds, faults land 
 QUICK = [s.name for s in SCENARIOS if s.quick]
 
 
-@dataclass
-class Row:
-    """One scenario's runs, summed."""
-
-    scenario: str
-    results: list[RunResult] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        ok = all(r.ok for r in self.results)
-        return {
-            "scenario": self.scenario,
-            "runs": len(self.results),
-            "lost": sum(r.lost for r in self.results),
-            "duplicate_items": sum(r.duplicate_items for r in self.results),
-            "duplicate_executions": sum(r.duplicate_executions for r in self.results),
-            "worst_drain_s": max((r.drain_s for r in self.results), default=0.0),
-            "outcome": "ok" if ok and self.results else "FAIL",
-            "problems": sorted({p for r in self.results for p in r.problems}),
-        }
-
-
 def say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
 # -- one run --------------------------------------------------------------------------
 def run_once(scenario: Scenario, seed: str, drain_timeout: float,
-             overrides: dict[str, str] | None = None) -> RunResult:
-    """Start a cluster, hurt it, measure; the run's directory is kept if it failed."""
+             overrides: dict[str, str] | None = None, keep: bool = False) -> RunResult:
+    """Start a cluster, hurt it, measure; the run's directory is kept if it failed.
+
+    The dice are seeded by the scenario's name and ``seed``: the same pair replays the
+    same moments and choices."""
     workdir = Path(tempfile.mkdtemp(prefix="cf-", dir="/tmp"))  # short: a unix socket path
     env = {k: v.format(workdir=workdir) for k, v in scenario.env.items()}
     env.update(overrides or {})
     cluster = Cluster(workdir, WORLD, env, scenario.faults)
-    trial = Trial(cluster, random.Random(seed), WORLD, concurrency=scenario.concurrency)
+    trial = Trial(cluster, random.Random(f"{scenario.name}:{seed}"), WORLD,
+                  concurrency=scenario.concurrency)
     try:
         result = _hurt_and_measure(scenario, trial, drain_timeout)
     finally:
-        problem = teardown(cluster)
+        problem = teardown(trial)
     if problem:
         result.problems.append(problem)
-    if result.ok:
+    result.seed = seed
+    if result.ok and not keep:
         shutil.rmtree(workdir, ignore_errors=True)
-    else:
+    if not result.ok or keep:
         result.notes.append(f"logs kept in {workdir}")
     return result
 
@@ -115,14 +103,18 @@ def _broken_run(trial: Trial, error: str) -> RunResult:
     except Exception:
         items = sum(len(keys) for keys in expected_keys(trial.world).values())
         result = RunResult(lost=items, duplicate_items=0, duplicate_executions=0, drain_s=0.0,
-                           problems=list(trial.problems), notes=list(trial.notes))
+                           problems=list(trial.problems), notes=list(trial.notes),
+                           moment=trial.moment())
     result.problems.append("the harness failed:\n" + error)
     return result
 
 
-def teardown(cluster: Cluster) -> str | None:
-    """The job is over: kill workers outright (nothing is left to lose), then stop the rest.
-    Returns what went wrong, if anything: a teardown must not end the whole harness."""
+def teardown(trial: Trial) -> str | None:
+    """The job is over: kill workers outright (nothing is left to lose), then stop the rest,
+    the scenario's own servers last. Returns what went wrong, if anything: a teardown must
+    not end the whole harness."""
+    cluster = trial.cluster
+    problems = []
     try:
         if cluster.redis is not None and cluster.redis.poll() is None:
             cluster.redis.send_signal(signal.SIGCONT)
@@ -135,49 +127,48 @@ def teardown(cluster: Cluster) -> str | None:
         if cluster.redis is not None and cluster.redis.poll() is None:
             cluster.redis.kill()  # never leave a server behind
             cluster.redis.wait(timeout=10)
-        return "teardown failed:\n" + traceback.format_exc()
-    return None
+        problems.append("teardown failed:\n" + traceback.format_exc())
+    for cleanup in reversed(trial.cleanups):
+        try:
+            cleanup()
+        except Exception:
+            problems.append("a scenario's cleanup failed:\n" + traceback.format_exc())
+    return "\n".join(problems) or None
 
 
 # -- many runs ------------------------------------------------------------------------
-def run_all(names: Sequence[str], runs: int, seed: int, drain_timeout: float,
-            overrides: dict[str, str] | None = None) -> list[Row]:
+def run_seeds(seed: int, runs: int) -> list[str]:
+    """The seeds of a scenario's runs: ``SEED.i``, each replayable on its own."""
+    return [f"{seed}.{i}" for i in range(runs)]
+
+
+def run_all(names: Sequence[str], seeds: Sequence[str], drain_timeout: float,
+            overrides: dict[str, str] | None = None, keep: bool = False) -> list[Row]:
     by_name = {s.name: s for s in SCENARIOS}
     rows = []
     for name in names:
-        row = Row(name)
-        for i in range(runs):
-            run_seed = f"{seed}:{name}:{i}"
+        scenario = by_name[name]
+        row = Row(name, skipped=scenario.unavailable() if scenario.unavailable else None)
+        if row.skipped:
+            say(f"{name}: skipped: {row.skipped}")
+        for run_seed in [] if row.skipped else seeds:
             started = time.monotonic()
-            result = run_once(by_name[name], run_seed, drain_timeout, overrides)
+            result = run_once(scenario, run_seed, drain_timeout, overrides, keep)
             row.results.append(result)
-            say(_progress_line(name, i, result, time.monotonic() - started))
+            say(_progress_line(name, result, time.monotonic() - started))
         rows.append(row)
     return rows
 
 
-def _progress_line(name: str, i: int, r: RunResult, took: float) -> str:
-    head = (f"{name} #{i + 1}: lost {r.lost}, duplicate items {r.duplicate_items}, "
+def _progress_line(name: str, r: RunResult, took: float) -> str:
+    head = (f"{name} seed {r.seed}: lost {r.lost}, duplicate items {r.duplicate_items}, "
             f"duplicate executions {r.duplicate_executions}, drain {r.drain_s:.1f}s "
             f"({took:.0f}s) {'ok' if r.ok else 'FAIL'}")
     details = [*r.problems, *r.notes]
+    if not r.ok:
+        details = [f"fault {r.moment}", *(f"lost {x}" for x in r.lost_items),
+                   *(f"doubled {x}" for x in r.doubled_items), *details]
     return "\n".join([head, *("    " + d.replace("\n", "\n    ") for d in details)])
-
-
-# -- output ---------------------------------------------------------------------------
-COLUMNS = ("scenario", "runs", "lost", "duplicate_items", "duplicate_executions",
-           "worst_drain_s", "outcome")
-
-
-def table(rows: list[dict[str, Any]]) -> str:
-    """The rows as aligned text columns, then each failing row's problems."""
-    cells = [list(COLUMNS)] + [[str(r[c]) for c in COLUMNS] for r in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
-    lines = ["  ".join(v.ljust(w) for v, w in zip(line, widths, strict=True)).rstrip()
-             for line in cells]
-    for r in rows:
-        lines += [f"{r['scenario']}: {p.splitlines()[0]}" for p in r["problems"]]
-    return "\n".join(lines)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -192,12 +183,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                    help=f"these scenarios only: {', '.join(names)}")
     p.add_argument("--quick", action="store_true",
                    help=f"1 run of the fastest scenarios ({', '.join(QUICK)})")
-    p.add_argument("--seed", type=int, help="replay a run's dice (default: a fresh seed)")
+    p.add_argument("--seed", type=int, help="the runs' dice (default: a fresh seed)")
+    p.add_argument("--replay", metavar="SEED",
+                   help="run once more the run of this seed (as a report names it, N.i); "
+                        "needs --only with one scenario")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                    help="an environment setting for every cluster (e.g. TASK_BACKOFF_BASE_S=1)")
+    p.add_argument("--keep", action="store_true",
+                   help="keep every run's directory (worker and redis logs), not only failures'")
     p.add_argument("--drain-timeout", type=float, default=120.0,
                    help="seconds a hurt job may take to finish before it counts as stuck")
     args = p.parse_args(argv)
+    if args.replay is not None and (not args.only or len(args.only) != 1):
+        p.error("--replay needs --only with the one scenario the seed belongs to")
     if args.quick:
         args.runs, args.only = 1, args.only or QUICK
     args.only = args.only or names
@@ -208,15 +206,21 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the scenarios; exit 0 only if every row is ok."""
     args = parse_args(argv)
-    say(f"fault injection: seed {args.seed}, {args.runs} run(s) of {', '.join(args.only)}")
+    seeds = [args.replay] if args.replay is not None else run_seeds(args.seed, args.runs)
+    say(f"fault injection: seed {args.seed}, run seeds {seeds[0]}.., {len(seeds)} run(s) of "
+        f"{', '.join(args.only)}")
     overrides = dict(pair.split("=", 1) for pair in args.set)
-    rows = [r.as_dict() for r in
-            run_all(args.only, args.runs, args.seed, args.drain_timeout, overrides)]
+    started = time.monotonic()
+    found = run_all(args.only, seeds, args.drain_timeout, overrides, args.keep)
+    path = write_report(args.seed, list(argv if argv is not None else sys.argv[1:]), found,
+                        time.monotonic() - started)
+    say(f"report: {path}")
+    rows = [r.as_dict() for r in found]
     if args.json:
-        print(json.dumps({"seed": args.seed, "rows": rows}))
+        print(json.dumps({"seed": args.seed, "report": str(path), "rows": rows}))
     else:
         print(table(rows))
-    return 0 if all(r["outcome"] == "ok" for r in rows) else 1
+    return 0 if all(r["outcome"] in ("ok", "skipped") for r in rows) else 1
 
 
 if __name__ == "__main__":

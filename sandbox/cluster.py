@@ -114,6 +114,7 @@ class Cluster:
         self.redis: subprocess.Popen[bytes] | None = None
         self.sandbox: SandboxServer | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.worker_args: list[str] = []  # more worker options (``--max-memory-per-child``)
         self._runtime: Runtime | None = None
 
     # -- lifecycle --------------------------------------------------------------
@@ -154,7 +155,7 @@ class Cluster:
         proc = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "worker", "worker", "-Q", QUEUES,
              "--concurrency", str(concurrency), "--hostname", f"{name}@%h",
-             "--loglevel", "INFO", "--without-mingle", "--without-gossip"],
+             "--loglevel", "INFO", "--without-mingle", "--without-gossip", *self.worker_args],
             cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )

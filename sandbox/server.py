@@ -18,6 +18,7 @@ like a real site.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import json
 import logging
@@ -70,6 +71,8 @@ class Faults:
     latency_s: float = 0.0  # every reply waits this long: a crawl spreads over time
     rate_limited: bool = False  # while on, each URL's first request answers 429 ...
     rate_limit_retry_after: int = 3600  # ... with this Retry-After (seconds)
+    huge_articles: frozenset[str] = frozenset()  # these article pages carry ``huge_bytes``
+    huge_bytes: int = 0  # of hidden filler after the article (its item is unchanged)
 
 
 def url_key(path: str, query: Mapping[str, str]) -> str:
@@ -203,12 +206,23 @@ class Site:
             f'</div><div class="body"><p>{html.escape(a.body)}</p></div>'
             f'<span class="comment-count">{a.comments}</span></article></body></html>'
         )
+        if aid in self.faults.huge_articles:
+            return 200, "text/html; charset=utf-8", body.encode()[:-14] + filler(
+                self.faults.huge_bytes) + b"</body></html>"
         return 200, "text/html; charset=utf-8", body.encode()
 
     def comments(self, query: dict[str, str]) -> Reply:
         entries = self.world.comments(query["article_id"])
         return _cursor_page(query, entries, self.world.shape.comments_page_size, "comments",
                             lambda c: c)
+
+
+@functools.lru_cache(maxsize=2)
+def filler(nbytes: int) -> bytes:
+    """``nbytes`` of hidden paragraphs (10 kB each): a page as heavy as a bloated real one,
+    parsed as a real DOM (no single text node past lxml's 10 MB limit)."""
+    para = b'<p class="pad">' + b"lorem ipsum " * 850 + b"</p>\n"
+    return b'<div hidden="">' + para * max(1, nbytes // len(para)) + b"</div>"
 
 
 def _cursor_page(query: dict[str, str], entries: list[Any], size: int, name: str,

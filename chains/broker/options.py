@@ -4,8 +4,10 @@ Celery's options for one broker are ignored, or wrong, on the other, so ``worker
 takes them from here by the broker URL's scheme:
 
 Redis (``redis://``, ``rediss://``, ``redis+socket://``): a visibility timeout above
-every time limit and countdown, a fast sweep for a dead host's unacked messages, and
-priority steps (lower numbers first).
+every time limit and countdown, a fast sweep for a dead host's unacked messages,
+priority steps (lower numbers first), and a socket timeout with health checks, so a
+half-open connection to a frozen or vanished broker is dropped and made again instead
+of blocking a worker for good (celery/celery#8082).
 
 RabbitMQ (``amqp://``, ``amqps://``, ``pyamqp://``):
 
@@ -73,6 +75,9 @@ def redis_options(settings: Settings) -> dict[str, Any]:
         # A worker killed while it held the restore lock blocks every other worker's
         # restores until the lock expires (300 s by default); a pass takes milliseconds.
         "unacked_mutex_expire": 10,
+        "socket_timeout": settings.broker.broker_socket_timeout,
+        "socket_connect_timeout": settings.broker.broker_socket_timeout,
+        "health_check_interval": settings.broker.broker_health_check_interval,
         "priority_steps": list(range(10)),
         "sep": ":",
         "queue_order_strategy": "priority",

@@ -55,6 +55,12 @@ def state_redis(url: str) -> redis.Redis:
     )
 
 
+def dedup_redis(settings: Settings, state: redis.Redis) -> redis.Redis:
+    """The dedup marks' Redis: ``DEDUP_REDIS_URL``'s, else the state plane's own client."""
+    url = settings.dedup.redis_url
+    return state_redis(url) if url else state
+
+
 def throttle_of(settings: Settings, client: redis.Redis) -> Throttle | None:
     """The cluster's adaptive throttle, or None when ``THROTTLE_ENABLED`` is off. A
     Retry-After cools a whole site down for at most ``POLITE_MAX_PENALTY_S`` too: the
@@ -156,7 +162,7 @@ class Runtime:
             ledger=Ledger(client),
             store=store_from_url(settings.storage.url),
             fetcher=fetcher,
-            dedup=dedup_from_settings(client, settings.dedup.namespace,
+            dedup=dedup_from_settings(dedup_redis(settings, client), settings.dedup.namespace,
                                       settings.dedup.expected_entries,
                                       settings.dedup.stamp_unit_s),
             limiter=limiter_from_redis(client, lease_ttl_s=polite.lease_ttl_s,

@@ -96,22 +96,25 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
         return r.ended(RetryAfter(exc.seconds, f"politeness: {exc.reason}", "wait"))
     request = r.outfit.request if r.outfit is not None else r.request
     bans = batch.gear.declared.bans if batch.gear is not None else ()
-    started = time.monotonic()
+    # The server's time only: not this process's wait for a fetch slot, nor the slot's
+    # release (a Redis call that rides out a broker outage for seconds), which the
+    # throttle would otherwise read as the site slowing down and cut its rate.
     with slots, fetch_slots(batch.rt.settings.task.max_fetches):
+        started = time.monotonic()
         try:
             response = polite.fetcher(batch).fetch_raw(request, batch.allowed)
+            ended = time.monotonic()
             if response.status not in request.accept_statuses:
                 check_response(response, bans)
         except CrawlError as exc:
+            ended = time.monotonic()
             direct = r.outfit is None or r.outfit.proxy is None
             if isinstance(exc, RateLimited) and direct and batch.rt.throttle is None:
                 batch.rt.limiter.penalize(key, exc.retry_after)
-            ended = time.monotonic()
             advised = exc.retry_after if isinstance(exc, TransientError) else None
             point = FetchPoint(exc.status or 0, 0, ended - started, advised, ended)
             _logged(batch, r, point)
             return r.but(fetch=point).failed(exc)
-    ended = time.monotonic()
     point = FetchPoint(response.status, len(response.body), ended - started, None, ended)
     _logged(batch, r, point)
     return r.but(fetch=point, response=response)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -98,3 +99,21 @@ def test_above_debug_no_fetch_is_logged(runtime: Runtime, server: SandboxServer,
     caplog.set_level(logging.INFO, logger=LOGGER)
     runs = fetch_feed(runtime, server.base_url, [1, 2])
     assert all(r.fetch is not None for r in runs) and fetch_lines(caplog) == []
+
+
+def test_a_fetch_is_timed_without_the_slot_release_a_broker_outage_would_stretch(
+        runtime: Runtime, server: SandboxServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The throttle reads this time as the site's latency: a release riding out a Redis
+    outage for seconds must not look like the site slowing down."""
+    give_back = runtime.limiter._give_back  # type: ignore[attr-defined]
+    released = []
+
+    def slow_release(grant: object) -> None:
+        time.sleep(0.5)
+        released.append(grant)
+        give_back(grant)
+
+    monkeypatch.setattr(runtime.limiter, "_give_back", slow_release)
+    [run] = fetch_feed(runtime, server.base_url, [1])
+    assert released, "the fetch took a slot (slow start caps concurrency)"
+    assert run.fetch is not None and run.fetch.seconds < 0.4
