@@ -15,8 +15,7 @@ forum = Chain(
            Link(src="thread", records="posts", dst="user", map={"author_id": "author_id"}),
            Link(src="thread", records="posts", dst="reactions", map={"post_id": "post_id"})])
 
-DAY = 86_400
 forum_recrawl = forum.recrawling(
     "forum_recrawl", boards=RecrawlPolicy(volatile=True), thread=RecrawlPolicy(volatile=True),
-    board=RecrawlPolicy(ttl_s=DAY, first_page_volatile=True, last_page_volatile=True),
-    user=RecrawlPolicy(ttl_s=DAY), reactions=RecrawlPolicy(ttl_s=DAY, last_page_volatile=True))
+    board=RecrawlPolicy(ttl_s=86400, first_page_volatile=True, last_page_volatile=True),
+    user=RecrawlPolicy(ttl_s=86400), reactions=RecrawlPolicy(ttl_s=86400, last_page_volatile=True))

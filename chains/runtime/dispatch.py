@@ -119,12 +119,12 @@ class Publisher:
               hold: str | None = None) -> None:
         """Register, then publish the children, skipping those past the chain's max depth.
 
-        A parent on its first run publishes only the children new to the ledger: a
-        child another parent already registered is on its way, and a second message
-        would fetch it twice. A parent that runs again (it may have died between
-        registering and publishing) passes ``republish`` and sends them all.
+        A parent publishes only the children new to the ledger: a child another
+        parent already registered is on its way, and a second message would fetch it
+        twice. A parent whose earlier start died (it may have died between registering
+        and publishing) passes ``republish`` and sends them all.
 
-        With ``held`` (a first run only), the new next pages of step ``hold`` go to
+        With ``held`` (not on a republish), the new next pages of step ``hold`` go to
         ``held.pages`` for the caller to run itself, and children are sent in full
         messages only: the rest waits in ``held.waiting`` for the next page's.
         """

@@ -1,7 +1,5 @@
 """A forum: boards -> threads (HTML, rel=next pages) -> authors, reactions (JSON API)."""
 
-from __future__ import annotations
-
 from datetime import datetime
 
 from pydantic import BaseModel
@@ -11,7 +9,6 @@ from utils.dates import relative_time
 from utils.numbers import short_number
 
 SITE = Site("forum", base_url="http://127.0.0.1:8765/forum")
-
 
 class Board(Item, collection="boards", key="board_id"):
     board_id: str
@@ -47,7 +44,6 @@ class Reaction(Item, collection="reactions", key="reaction_id"):
     kind: str
     created_at: str
 
-
 @step("forum.web.boards", url="{base_url}/", follows="board_pages")
 def boards(page: Page, response: Response) -> Parsed[Board]:
     rows = response.css("li.board")
@@ -56,13 +52,11 @@ def boards(page: Page, response: Response) -> Parsed[Board]:
                          thread_count=int(row.css(".thread-count::text").get(""))) for row in rows],
                   follow={"board_pages": response.follow_all(rows.css("a::attr(href)").getall())})
 
-
 @step("forum.web.board", url="{url}", follows="threads")
 def board(page: Page, response: Response) -> Parsed[Item]:
     threads = [link for row in response.css("tr.thread") if (link := response.follow(
         row.css(".title a::attr(href)").get(), replies=row.css(".replies::text").get()))]
     return Parsed(follow={"threads": threads}, next_page=response.next_link())
-
 
 @step("forum.web.thread", url="{url}")
 def thread(page: Page, response: Response) -> Parsed[Thread | Post]:
@@ -82,7 +76,6 @@ def thread(page: Page, response: Response) -> Parsed[Thread | Post]:
                             reply_count=int(meta.css("span.reply-count::text").get(""))))
     return Parsed(items, next_page=response.next_link())
 
-
 class Author(BaseModel):
     author_id: int
 
@@ -90,7 +83,6 @@ class Author(BaseModel):
 def user(author: Author, response: Response) -> Parsed[User]:
     data = response.json()
     return Parsed([User(user_id=data.pop("id"), **data)])
-
 
 class ReactionPage(BaseModel):
     post_id: int

@@ -4,9 +4,10 @@ Children come from the chain's links (records of a saved unit mapped to the next
 step's input) and from the unit's next page (``UnitRun.kids``, built by the save).
 Registration precedes the parent's finish, so the job cannot read as finished while
 work is still reachable; unit ids are step + params, so a child two parents name is
-one unit, sent once. A parent that runs again (its worker died between registering
-and publishing) sends all its children again; the first run sends only those new to
-the ledger.
+one unit, sent once. A parent whose earlier start died (its worker may have died
+between registering and publishing: ``starts`` > 1) sends all its children again; any
+other run sends only those new to the ledger, a unit that waited or retried before
+included (another parent may have sent a child they share).
 
 On a step with a recrawl policy the phase also keeps the tree (``chains.runtime.tree``):
 a unit skipped as fresh spawns the children it had at its last fetch, so the crawl
@@ -49,7 +50,7 @@ def spawn(batch: Batch, runs: list[UnitRun], held: Held, run_on: bool) -> list[U
     publisher = Publisher(batch.rt.dispatch, batch.rt.ledger)
     for rerun in (False, True):  # children of a parent that runs again are all resent
         kids: dict[str, dict[str, Unit]] = {}  # two parents may name the same child
-        for r in (r for r in [*saved, *replayed] if r.first != rerun):
+        for r in (r for r in [*saved, *replayed] if (r.starts > 1) == rerun):
             found = r.kids if r.kids is not None else r.before.children if r.before else {}
             for child_step, units in found.items():
                 kids.setdefault(child_step, {}).update((u["id"], u) for u in units)

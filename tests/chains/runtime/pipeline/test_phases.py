@@ -87,6 +87,22 @@ def run_feed_page(rt: Runtime, server: SandboxServer, hooks: Hooks) -> Ran:
                sum(server.fetch_counts("/h5/").values()) - before)  # robots.txt aside
 
 
+def test_a_unit_run_again_resends_its_children_only_if_an_earlier_start_died(
+        runtime: Runtime, server: SandboxServer) -> None:
+    first = run_feed_page(runtime, server, Hooks())
+    sent_first = len(first.sent.sent)
+    assert sent_first >= 3
+    batch = Batch(runtime, {"job": "j", "step": "feed", "depth": 0}, demo, step("demo.h5.feed"),
+                  Site("demo", settings=DemoSettings), DemoSettings(base_url=server.base_url),
+                  None, retries=1)
+    unit = make_unit("feed", {"page": 1})
+    for starts, resent in ((1, False), (2, True)):  # waited or retried; its worker died
+        before = len(first.sent.sent)
+        runs = prepare(batch, [UnitRun(unit, starts, False)])
+        spawn(batch, save(batch, parse(batch, fetch(batch, runs))), Held(), False)
+        assert (len(first.sent.sent) > before) is resent, starts
+
+
 class Saying(Hooks):
     """Answers ``signal`` from one hook, ``CONTINUE`` from the others."""
 
