@@ -7,6 +7,9 @@ Each run stores into a database of its own, created on the server ``POSTGRES_DSN
 never stopped or restarted: the faults are made on the run's database alone, from an
 administrator connection on the DSN's own database. Where no PostgreSQL answers, or its
 user may not create databases, both scenarios are skipped and say why.
+
+A key is the table's primary key, so an item written twice cannot show as two rows: a
+doubling would show as items the job counted beyond the keys stored (``fault_measure``).
 """
 
 from __future__ import annotations
