@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psutil
 
 from bench.fault_launch import start_and_launch
-from bench.fault_measure import Trial, at_random_progress
+from bench.fault_measure import RunResult, Trial, at_random_progress
 from external_interface.storage.postgres import DEFAULT_SCHEMA, import_psycopg
 
 if TYPE_CHECKING:
@@ -166,6 +166,20 @@ def kill_waiting_writer(trial: Trial) -> None:
                       "nothing was killed")
     else:
         trial.note(f"killed pool child {killed} while its write waited on the lock")
+
+
+# How a worker says it runs a message again whose pool child died, or sends lost units again.
+REDELIVERED = ("came back after a worker died", "came back: going on with",
+               "held by no queue; sent again")
+
+
+def check_redelivered(trial: Trial, result: RunResult) -> list[str]:
+    """The killed child's message must have come back (or its units been revived): lost 0
+    alone would not show that the write the kill interrupted was ever made again."""
+    logs = "".join(p.read_text(errors="replace") for p in trial.cluster.workdir.glob("w*.log"))
+    again = sum(logs.count(sign) for sign in REDELIVERED)
+    result.notes.append(f"{again} messages came back or were revived")
+    return [] if again else ["the killed child's message never came back"]
 
 
 @contextmanager

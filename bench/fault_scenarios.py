@@ -40,7 +40,12 @@ from bench.fault_measure import (
     at_random_progress,
     user_info_unit,
 )
-from bench.fault_postgres import kill_waiting_writer, postgres_start, take_database_down
+from bench.fault_postgres import (
+    check_redelivered,
+    kill_waiting_writer,
+    postgres_start,
+    take_database_down,
+)
 from bench.fault_postgres import unavailable as postgres_unavailable
 from bench.fault_rabbit import kill_rabbit_then_restart, rabbit_start
 from bench.fault_rabbit import unavailable as rabbit_unavailable
@@ -398,5 +403,5 @@ SCENARIOS: list[Scenario] = [
              start=postgres_start, env=PATIENT, unavailable=postgres_unavailable),
     Scenario("postgres_kill_during_write", "PostgreSQL store: items tables locked, the pool "
              "child whose write waits SIGKILLed, then released", kill_waiting_writer,
-             start=postgres_start, unavailable=postgres_unavailable),
+             start=postgres_start, check=check_redelivered, unavailable=postgres_unavailable),
 ]
