@@ -147,8 +147,10 @@ def terminate_backends(conn: Connection[Any], name: str) -> int:
 def kill_waiting_writer(trial: Trial) -> None:
     """Another session locks every item table (``ACCESS EXCLUSIVE``, as a migration or a
     ``VACUUM FULL`` would); the first pool child whose write waits on it is SIGKILLed, and
-    the lock is released 0.3-1.5 s later. The dead child's transaction never commits; its
-    message must be delivered again and its items stored once."""
+    the lock is released 0.3-1.5 s later. The dead child's transaction never commits (the
+    store sends COMMIT only once its rows' results are back; the orphaned backend runs the
+    rows, then reads EOF and rolls back); its message must be delivered again and its
+    items stored once."""
     at_random_progress(trial)
     name = run_database(trial)
     with _connect(database_url(name)) as holder:
