@@ -40,6 +40,13 @@ from bench.fault_measure import (
     at_random_progress,
     user_info_unit,
 )
+from bench.fault_postgres import (
+    check_redelivered,
+    kill_waiting_writer,
+    postgres_start,
+    take_database_down,
+)
+from bench.fault_postgres import unavailable as postgres_unavailable
 from bench.fault_rabbit import kill_rabbit_then_restart, rabbit_start
 from bench.fault_rabbit import unavailable as rabbit_unavailable
 from bench.fault_stores import (
@@ -391,4 +398,10 @@ SCENARIOS: list[Scenario] = [
     Scenario("dedup_store_lost", "the dedup marks' own Redis SIGKILLed mid-recrawl, started "
              "empty 0-2 s later", lose_dedup_store, start=crawl_then_recrawl,
              env={"DEDUP_REDIS_URL": "unix://{workdir}/dedup.sock"}, check=check_recrawl_ended),
+    Scenario("postgres_down", "PostgreSQL store: every connection to the run's database "
+             "terminated, new ones refused for 1.5-4 s", take_database_down,
+             start=postgres_start, env=PATIENT, unavailable=postgres_unavailable),
+    Scenario("postgres_kill_during_write", "PostgreSQL store: items tables locked, the pool "
+             "child whose write waits SIGKILLed, then released", kill_waiting_writer,
+             start=postgres_start, check=check_redelivered, unavailable=postgres_unavailable),
 ]
