@@ -111,6 +111,7 @@ class Cluster:
                  log_level: str = "WARNING", extra_env: dict[str, str] | None = None,
                  queues: str = "properties", profile_dir: Path | None = None) -> None:
         self.workdir = workdir
+        self.base_url = base_url
         self.layout = layout
         self.queues = queues
         self.profile_dir = profile_dir  # set: workers sample their CPU by stack there
@@ -195,9 +196,13 @@ def crawl(cluster: Cluster, chain: Chain, roots: list[dict[str, Any]], timeout: 
           collections: Sequence[str] = ("properties",)) -> RunResult:
     """Launch one job per root and wait for all; every process's CPU over the crawl.
 
-    ``settings``: per-site settings of the launch (a server's ``base_url``).
+    ``settings``: per-site settings of the launch (a server's ``base_url``); by default
+    the properties site's ``base_url`` is the cluster's: a launch fixes its site's
+    settings, read from the launcher's own environment, not the workers'.
     ``export`` receives the stored items as JSON lines afterwards (outside the window).
     """
+    if settings is None:
+        settings = {"properties": {"base_url": cluster.base_url}}
     res = cluster.runtime
     roots_pids = {name: proc.pid for name, proc in cluster.procs.items()}
     res.redis.ping()  # the snapshots' connection is open before the window
