@@ -7,7 +7,8 @@ by nginx; each crawler crawls all of it, runs alternating (the first crawler of 
 round alternates too, so drift on this shared machine hits both alike). Latency:
 the 1,667 index pages of the 50,000-detail site behind the latency server (0.25 s
 per response), index pages only, started from sharded start URLs, at each
-``--latency-concurrency``; efficiency = pages/s / (concurrency / latency). N pages
+``--latency-concurrency`` (the project with its adaptive throttle off: a fixed
+concurrency, as the peer's); efficiency = pages/s / (concurrency / latency). N pages
 in waves of C cannot beat ``bound = N / (ceil(N / C) x C)`` (the last wave runs part
 full: 1,667 pages at C = 64 take 27 waves, bound 0.965), so each crawler also gets
 ``latency_bound_cC`` and ``latency_vs_bound_cC`` = efficiency / bound.
@@ -140,10 +141,11 @@ def measured(label: str, runner: Runner, server: Served, quiet_wait: float,
 
 
 def project_runner(base_url: str, layout: Layout, chain: Chain, roots: list[dict[str, Any]],
-                   timeout: float, export: Path | None = None) -> Runner:
+                   timeout: float, export: Path | None = None,
+                   extra_env: dict[str, str] | None = None) -> Runner:
     """A fresh cluster per run; the first run's items go to ``export`` if given."""
     def run(path: Path) -> RunResult:
-        cluster = Cluster(path, base_url, layout)
+        cluster = Cluster(path, base_url, layout, extra_env=extra_env)
         try:
             cluster.start()
             first = export is not None and not export.exists()
@@ -220,7 +222,10 @@ def latency(args: argparse.Namespace, concurrency: int) -> list[dict[str, Any]]:
     label = f"latency_c{concurrency}"
     with servers.latency_server(site, latency=args.latency) as slow:
         runners = {
-            "project": project_runner(slow.url, layout, index_chain(), roots, args.timeout),
+            # At a fixed concurrency, as the peer runs (Scrapy's AutoThrottle is off by
+            # default): the adaptive throttle's slow start would cost its first round trips.
+            "project": project_runner(slow.url, layout, index_chain(), roots, args.timeout,
+                                      extra_env={"THROTTLE_ENABLED": "false"}),
             "scrapy": scrapy_runner(slow.url, concurrency, args.timeout, shards, pages),
         }
         records = alternate(label, runners, args.runs, slow, args.quiet_wait, pages)

@@ -13,6 +13,7 @@ from typing import Any
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
+from chains.broker import redis_transport
 from chains.broker.options import broker_options
 from config import Settings
 
@@ -32,6 +33,7 @@ def make_app(settings: Settings, queues: Iterable[str] = ()) -> Celery:
     """The app for ``settings``; ``queues`` are the work queues (a RabbitMQ broker
     declares them with their type and dead-lettering)."""
     task = settings.task
+    redis_transport.install()  # a worker survives a reconnection kombu 5.7 would crash
     app = Celery("crawlchain", set_as_current=False)
     app.conf.update(
         broker_url=settings.broker.broker_url,
