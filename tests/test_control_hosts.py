@@ -253,12 +253,14 @@ def test_a_host_cut_off_mid_job_loses_nothing_its_units_finish_on_the_others(
     try:
         run_and_cut(lab, env, str(hosts), resources, world, tmp_path)
     finally:
-        resources.store.close()
-        control(env, "--hosts", str(hosts), "stop", "worker", timeout=150)
-        sandbox.shutdown()
-        sandbox.server_close()
-        redis.terminate()
-        redis.wait(timeout=10)
+        try:  # the servers stop even when stopping the workers fails or times out
+            resources.store.close()
+            control(env, "--hosts", str(hosts), "stop", "worker", timeout=150)
+        finally:
+            sandbox.shutdown()
+            sandbox.server_close()
+            redis.terminate()
+            redis.wait(timeout=10)
 
 
 def run_and_cut(lab: Lab, env: dict[str, str], hosts: str, resources: Runtime,
