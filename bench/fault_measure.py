@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import psutil
 import redis
 
 from bench.fault_units import describe
@@ -315,3 +316,22 @@ def _unexpected_failures(trial: Trial, failures: list[Failure]) -> list[str]:
 def user_info_unit(user_id: str) -> str:
     """The unit id of a profile fetch, as the engine derives it."""
     return unit_id("user_info", {"user_id": user_id})
+
+
+def owner_of_port(trial: Trial, port: int) -> int | None:
+    """The pool child holding a TCP connection from local ``port`` (to the sandbox, to
+    PostgreSQL: the server saw that port), or None."""
+    for worker in trial.cluster.workers:
+        if worker.poll() is not None:
+            continue
+        try:
+            children = psutil.Process(worker.pid).children()
+        except psutil.Error:
+            continue
+        for child in children:
+            try:
+                if any(c.laddr and c.laddr.port == port for c in child.net_connections("tcp")):
+                    return int(child.pid)
+            except psutil.Error:
+                continue
+    return None

@@ -23,10 +23,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import psutil
-
 from bench.fault_launch import start_and_launch
-from bench.fault_measure import RunResult, Trial, at_random_progress
+from bench.fault_measure import RunResult, Trial, at_random_progress, owner_of_port
 from external_interface.storage.postgres import DEFAULT_SCHEMA, import_psycopg
 
 if TYPE_CHECKING:
@@ -215,32 +213,12 @@ def kill_first_waiter(trial: Trial, name: str, holder_pid: int) -> int | None:
     with admin() as conn:
         while time.monotonic() < deadline:
             for _, port in conn.execute(WAITING_WRITERS, (name, holder_pid)).fetchall():
-                child = child_with_port(trial, int(port))
+                child = owner_of_port(trial, int(port))
                 if child is not None:
                     os.kill(child, signal.SIGKILL)
                     return child
             time.sleep(POLL_S)
     return None
-
-
-def child_with_port(trial: Trial, port: int) -> int | None:
-    """The worker's pool child holding a TCP connection from local ``port``."""
-    for worker in trial.cluster.workers:
-        try:
-            children = psutil.Process(worker.pid).children() if worker.poll() is None else []
-        except psutil.Error:
-            continue
-        for child in children:
-            if _uses_port(child, port):
-                return int(child.pid)
-    return None
-
-
-def _uses_port(process: psutil.Process, port: int) -> bool:
-    try:
-        return any(c.laddr and c.laddr.port == port for c in process.net_connections("tcp"))
-    except psutil.Error:
-        return False
 
 
 def _where(dsn: str) -> str:

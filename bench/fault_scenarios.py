@@ -20,8 +20,6 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-import psutil
-
 from bench.fault_hosts import (
     HEAVY_ENV,
     check_other_jobs,
@@ -38,6 +36,7 @@ from bench.fault_measure import (
     RunResult,
     Trial,
     at_random_progress,
+    owner_of_port,
     user_info_unit,
 )
 from bench.fault_postgres import (
@@ -86,24 +85,6 @@ class Scenario:
 
 
 # -- processes -----------------------------------------------------------------------
-def owner_of_port(trial: Trial, port: int) -> int | None:
-    """The pool child whose TCP connection to the sandbox uses local ``port``."""
-    for worker in trial.cluster.workers:
-        if worker.poll() is not None:
-            continue
-        try:
-            children = psutil.Process(worker.pid).children()
-        except psutil.Error:
-            continue
-        for child in children:
-            try:
-                if any(c.laddr and c.laddr.port == port for c in child.net_connections("tcp")):
-                    return int(child.pid)
-            except psutil.Error:
-                continue
-    return None
-
-
 def kill_fetching_child(trial: Trial, wanted: Callable[[Hit], bool],
                         timeout: float = 10.0) -> Hit | None:
     """SIGKILL the pool child holding an in-flight request that ``wanted`` picks."""

@@ -4,11 +4,8 @@ several starts and its sitemaps)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-import redis
 
 from chains.crawl import crawl
 from chains.demo import demo
@@ -17,18 +14,6 @@ from chains.runtime.context import Runtime
 from chains.runtime.dispatch import Recorder
 from chains.runtime.launch import launch, launch_many
 from chains.runtime.model import Chain, Step
-from config import Settings
-
-
-@pytest.fixture
-def runtime(redis_socket: Path, redis_client: redis.Redis, tmp_path: Path,
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
-    db = redis_client.connection_pool.connection_kwargs["db"]
-    monkeypatch.setenv("STATE_REDIS_URL", f"unix://{redis_socket}?db={db}")
-    monkeypatch.setenv("STORAGE_URL", f"sqlite:///{tmp_path / 'items.db'}")
-    built = Runtime.from_settings(Settings(), Recorder())
-    yield built
-    built.close()
 
 
 def started(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

@@ -5,20 +5,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-import redis
 
 from chains.demo import demo
 from chains.runtime.context import Runtime
-from chains.runtime.dispatch import Recorder
 from chains.runtime.pipeline.fetch import fetch
 from chains.runtime.pipeline.prepare import Batch, UnitRun, prepare
 from chains.runtime.registry import step
 from chains.runtime.site import Site
 from chains.runtime.units import make_unit
-from config import Settings
 from sandbox.server import SandboxServer
 from sandbox.server import Site as SandboxSite
 from sandbox.world import World
@@ -35,17 +31,6 @@ def server() -> Iterator[SandboxServer]:
     yield running
     running.shutdown()
     running.server_close()
-
-
-@pytest.fixture
-def runtime(redis_socket: Path, redis_client: redis.Redis, tmp_path: Path,
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
-    db = redis_client.connection_pool.connection_kwargs["db"]
-    monkeypatch.setenv("STATE_REDIS_URL", f"unix://{redis_socket}?db={db}")
-    monkeypatch.setenv("STORAGE_URL", f"sqlite:///{tmp_path / 'items.db'}")
-    built = Runtime.from_settings(Settings(), Recorder())
-    yield built
-    built.close()
 
 
 def fetch_feed(rt: Runtime, base_url: str, pages: list[int]) -> list[UnitRun]:

@@ -13,7 +13,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import redis
 
 from chains.crawl import crawl
 from chains.polite import polite
@@ -53,15 +52,10 @@ PAGE = Route(body=b"<html><head><title>A page</title></head><body>hi</body></htm
 
 
 @pytest.fixture
-def runtime(redis_socket: Path, redis_client: redis.Redis, tmp_path: Path,
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
-    db = redis_client.connection_pool.connection_kwargs["db"]
-    monkeypatch.setenv("STATE_REDIS_URL", f"unix://{redis_socket}?db={db}")
-    monkeypatch.setenv("STORAGE_URL", f"sqlite:///{tmp_path / 'items.db'}")
-    monkeypatch.setenv("HTTP_CACHE_DIR", str(tmp_path / "http-cache"))
-    built = Runtime.from_settings(Settings(), Recorder())
-    yield built
-    built.close()
+def runtime_env(runtime_env: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """Also the development cache, in the test's directory."""
+    runtime_env.setenv("HTTP_CACHE_DIR", str(tmp_path / "http-cache"))
+    return runtime_env
 
 
 def throttle_off(monkeypatch: pytest.MonkeyPatch, runtime: Runtime) -> Runtime:

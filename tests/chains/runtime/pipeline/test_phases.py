@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
-import redis
 
 from chains.demo import demo
 from chains.runtime.context import Runtime
@@ -32,7 +30,6 @@ from chains.runtime.pipeline.spawn import spawn
 from chains.runtime.registry import step
 from chains.runtime.site import Hooks, Signal, Site, UnitContext
 from chains.runtime.units import make_unit
-from config import Settings
 from external_interface.http import Request, Response
 from external_interface.storage import Item
 from sandbox.server import SandboxServer
@@ -50,17 +47,6 @@ def server() -> Iterator[SandboxServer]:
     yield running
     running.shutdown()
     running.server_close()
-
-
-@pytest.fixture
-def runtime(redis_socket: Path, redis_client: redis.Redis, tmp_path: Path,
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Runtime]:
-    db = redis_client.connection_pool.connection_kwargs["db"]
-    monkeypatch.setenv("STATE_REDIS_URL", f"unix://{redis_socket}?db={db}")
-    monkeypatch.setenv("STORAGE_URL", f"sqlite:///{tmp_path / 'items.db'}")
-    built = Runtime.from_settings(Settings(), Recorder())
-    yield built
-    built.close()
 
 
 @dataclass
