@@ -21,6 +21,7 @@ away (it is the broker too, and some scenarios kill it).
 
 from __future__ import annotations
 
+import json
 import random
 import subprocess
 import time
@@ -33,7 +34,9 @@ import redis
 
 from bench.fault_units import describe
 from chains.runtime.ledger import FINISHED, FINISHED_WITH_FAILURES, Failure
-from chains.runtime.units import unit_id
+from chains.runtime.units import revived, unit_id
+from external_interface import keys
+from external_interface.politeness.redis_throttle import RedisThrottle
 from sandbox.cluster import Cluster
 from sandbox.server import Hit
 from sandbox.world import World, expected_keys
@@ -274,7 +277,7 @@ def _drain_s(trial: Trial, finished: bool) -> float:
 def _problems(trial: Trial, finished: bool, stored: dict[str, list[str]],
               failures: list[Failure], counted: int, distinct: int) -> list[str]:
     """What makes a run fail besides lost and doubled items."""
-    problems = [] if finished else ["the job did not finish"]
+    problems = [] if finished else ["the job did not finish: " + stall_report(trial)]
     expected = expected_keys(trial.world)
     strays = sum(len(set(keys) - expected.get(c, set())) for c, keys in stored.items())
     if strays:
@@ -283,6 +286,33 @@ def _problems(trial: Trial, finished: bool, stored: dict[str, list[str]],
         problems.append(f"the job counted {counted} items, the store holds {distinct}")
     problems += _unexpected_failures(trial, failures)
     return problems + _crashed_workers(trial)
+
+
+def stall_report(trial: Trial) -> str:
+    """Where an unfinished job stands: open units per step, what the broker holds, and
+    each politeness bucket's slots and throttle; for a report to say why it stalled."""
+    if trial.job_id is None:
+        return "no job"
+    rt = trial.cluster.runtime
+    try:
+        still_open = [revived(p) for p in rt.ledger.open_units(trial.job_id).values()]
+        open_steps = Counter(step for step, _, _ in still_open)
+        client = rt.redis
+        queues = {_text(key): client.llen(key) for key in client.scan_iter(_type="list")}
+        unacked = client.hlen("unacked")
+        buckets = {b: rt.limiter.state(b) for b in rt.limiter.buckets()}
+        throttles = {k: {_text(f): _text(v) for f, v in client.hgetall(
+            keys.polite(k, "throttle")).items()} for k in (
+            rt.throttle.observed() if isinstance(rt.throttle, RedisThrottle) else [])}
+    except (redis.RedisError, ValueError) as exc:
+        return f"state unreadable: {exc!r}"
+    return json.dumps({"open": open_steps, "sample": [u for _, _, u in still_open[:3]],
+                       "queues": queues, "unacked": unacked,
+                       "limiter": buckets, "throttle": throttles}, default=str)
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else raw
 
 
 def _crashed_workers(trial: Trial) -> list[str]:
