@@ -21,6 +21,7 @@ from utils import envfile
 from utils.urls import redact_text
 
 HOME = Path(__file__).resolve().parent
+LEASE_MARGIN_S = 10.0  # a lease outlives its fetch's deadline by this (connect, release)
 
 
 def _home() -> Path:
@@ -282,8 +283,9 @@ class PolitenessSettings(BaseSettings):
         1.0, description="Longest in-process sleep for a slot; longer waits re-schedule the unit.")
     max_wait_s: float = Field(
         300.0, description="Cap on a politeness countdown; below the visibility timeout.")
-    lease_ttl_s: float = Field(
-        60.0, description="A concurrency slot of a killed worker frees itself after this.")
+    lease_ttl_s: float | None = Field(
+        None, gt=0, description="A concurrency slot of a killed worker frees itself after "
+        "this; default: FETCH_DEADLINE_S plus 10 s, the longest a fetch can hold it.")
     max_penalty_s: float = Field(
         60.0, description="Cap on a 429 cooldown, whatever Retry-After says.")
     default_penalty_s: float = Field(5.0, description="Cooldown after a 429 without Retry-After.")
@@ -467,10 +469,24 @@ class Settings:
         self.http_cache = read(HttpCacheSettings, env)
         self.check()
 
+    @property
+    def lease_ttl_s(self) -> float:
+        """How long a concurrency slot stays taken by a holder that never gave it back
+        (a worker killed mid-fetch, a release lost with its Redis): only as long as a
+        fetch may last, or a site throttled to a few requests in flight waits on a dead
+        worker's slots for minutes."""
+        explicit = self.politeness.lease_ttl_s
+        return explicit if explicit is not None else self.fetch.deadline_s + LEASE_MARGIN_S
+
     def check(self) -> None:
         """Refuse settings under which Redis would deliver a unit twice: every wait a unit
         can be given (time limit, retry, politeness countdown, 429 cooldown) must end
-        before an unacked message is handed to another worker."""
+        before an unacked message is handed to another worker; and a lease shorter than
+        a fetch, which would let a site's concurrency cap be exceeded."""
+        if self.lease_ttl_s <= self.fetch.deadline_s:
+            raise ValueError(
+                f"POLITE_LEASE_TTL_S={self.lease_ttl_s} must exceed FETCH_DEADLINE_S="
+                f"{self.fetch.deadline_s}: a slow fetch would outlive its concurrency slot")
         waits = {
             "TASK_TIME_LIMIT_S": self.task.time_limit_s,
             "TASK_BACKOFF_MAX_S": self.task.backoff_max_s,

@@ -76,3 +76,20 @@ def test_a_refused_value_is_quoted_with_its_password_masked(
         Settings()
     assert "hunter2" not in str(caught.value) and "crawler:***@10.0.0.7" in str(caught.value)
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_a_dead_workers_slot_is_held_only_as_long_as_a_fetch_may_last(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("POLITE_LEASE_TTL_S", raising=False)
+    monkeypatch.setenv("FETCH_DEADLINE_S", "4")
+    assert Settings().lease_ttl_s == 14.0
+    monkeypatch.setenv("POLITE_LEASE_TTL_S", "90")
+    assert Settings().lease_ttl_s == 90.0
+
+
+def test_a_lease_shorter_than_a_fetch_is_refused_by_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FETCH_DEADLINE_S", "30")
+    monkeypatch.setenv("POLITE_LEASE_TTL_S", "20")
+    with pytest.raises(ValueError, match=r"POLITE_LEASE_TTL_S=20\.0 must exceed FETCH_DEADLINE_S"):
+        Settings()

@@ -243,7 +243,7 @@ def test_a_host_cut_off_mid_job_loses_nothing_its_units_finish_on_the_others(
         "STATE_REDIS_URL": f"redis://:{SECRET}@{lab.gateway}:{port}/0",
         "STORAGE_URL": f"sqlite:///{tmp_path / 'items.db'}",
         "DEMO_BASE_URL": sandbox.base_url, **UNDEFENDED,
-        "POLITE_LEASE_TTL_S": "5"})  # a cut host's politeness slots come back soon
+        "FETCH_DEADLINE_S": "3", "POLITE_LEASE_TTL_S": "5"})  # a cut host's slots come back soon
     hosts = tmp_path / "hosts.txt"
     hosts.write_text("".join(f"{h} queues=demo concurrency=2\n" for h in lab.hosts))
     env = {**clean_env(), "CRAWLCHAIN_ENV_FILE": str(env_file),

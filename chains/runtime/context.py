@@ -165,7 +165,7 @@ class Runtime:
             dedup=dedup_from_settings(dedup_redis(settings, client), settings.dedup.namespace,
                                       settings.dedup.expected_entries,
                                       settings.dedup.stamp_unit_s),
-            limiter=limiter_from_redis(client, lease_ttl_s=polite.lease_ttl_s,
+            limiter=limiter_from_redis(client, lease_ttl_s=settings.lease_ttl_s,
                                        max_penalty_s=polite.max_penalty_s,
                                        default_penalty_s=polite.default_penalty_s),
             providers=Providers.from_settings(settings, client),

@@ -37,6 +37,7 @@ the mean time a lease is held (to say how long a concurrency wait may last).
 
 from __future__ import annotations
 
+import logging
 import math
 import secrets
 import time
@@ -48,6 +49,8 @@ from config import Politeness
 from external_interface import keys
 from external_interface.lua import CLOCK, US
 from external_interface.politeness import Grant, Wait, WaitReason
+
+log = logging.getLogger(__name__)
 
 STATE_TTL_S = 86_400  # an idle bucket's state hash and index entry go after a day
 INDEX_EVERY_S = 60.0  # how often one process refreshes a bucket's index entry
@@ -201,7 +204,12 @@ class RedisLimiter:
         if grant.lease is None:
             return
         held = round((time.monotonic() - grant.granted_at) * US)
-        self._release(keys=_keys(grant.bucket, "leases", "state"), args=[grant.lease, held])
+        try:
+            self._release(keys=_keys(grant.bucket, "leases", "state"),
+                          args=[grant.lease, held])
+        except redis.RedisError as exc:  # the fetch is done: its response must not be lost
+            log.warning("politeness: the slot of %s was not given back (%s); it frees itself "
+                        "within %.0f s", grant.bucket, exc, self.lease_ttl_s)
 
     def _index(self, bucket: str) -> None:
         """Record the bucket in the index, at most once a minute per process.

@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import redis
 from config import Politeness
 from external_interface.politeness import Grant, Limiter, MustWait, Wait, acquire
 from external_interface.politeness.factory import limiter_from_redis
+from utils import embedded_redis
 
 FORK = multiprocessing.get_context("fork")
 T0 = 1_000_000.0  # a fixed "now" for the deterministic GCRA tests
@@ -206,6 +208,20 @@ def test_the_lease_of_a_killed_holder_expires_after_the_ttl(
     assert wait.reason == "concurrency" and 0 < wait.seconds <= 1.0
     time.sleep(1.05)
     granted(limiter.try_acquire("site", Politeness(max_concurrency=1)))
+
+
+def test_a_release_its_redis_never_hears_is_logged_not_raised(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The fetch it guarded is done; its response must not be lost with the release."""
+    server = embedded_redis.start(tmp_path, tmp_path / "gone.sock")
+    limiter = limiter_from_redis(redis.Redis(unix_socket_path=str(tmp_path / "gone.sock")),
+                                 lease_ttl_s=14.0)
+    grant = granted(limiter.try_acquire("site", Politeness(max_concurrency=2)))
+    server.kill()
+    server.wait(timeout=10)
+    grant.release()
+    assert "the slot of site was not given back" in caplog.text
+    assert "frees itself within 14 s" in caplog.text
 
 
 def test_a_concurrency_wait_follows_the_mean_hold_time(limiter: Limiter) -> None:
