@@ -1,17 +1,20 @@
 """kombu's Redis transport, with one hole of kombu 5.7 closed: a worker that dies of its
 own reconnection after the broker was killed.
 
-When a Redis broker goes away, Celery closes the consumer's connection before it
-reconnects. Closing the channel restores the messages it holds unacked, through a
-client built from the transport's connection info; when the connection was torn down
-first, that info is gone and kombu raises ``AttributeError: 'NoneType' object has no
-attribute 'hostname'``. Celery takes an ``AttributeError`` for a bug, calls it
-unrecoverable, and the worker process exits (the family of celery/kombu#582, #970;
-seen in 2 of 100 ``broker_sigkill_restart`` fault runs).
+When a Redis broker goes away, Celery tears the connection down and builds a new one;
+the old channel lives on in two places. Closing it restores the messages it holds
+unacked, and a task that finishes after the reconnection acks its message through it.
+Both build a client from the transport's connection info, which the teardown already
+dropped: kombu raises ``AttributeError: 'NoneType' object has no attribute 'hostname'``,
+Celery takes an ``AttributeError`` for a bug, calls it unrecoverable, and the worker
+process exits (the family of celery/kombu#582, #970; seen in 2 of 100 and then, by the
+ack, in 1 of 14 ``broker_sigkill_restart`` fault runs).
 
-Here such a close ends quietly: the messages stay in kombu's unacked hash, where the
-next ``restore_visible`` of any worker gives them back after the visibility timeout
-(the ledger's reviver covers what no queue holds), and the worker reconnects.
+Here a channel remembers how it reached its server when it is opened, so after the
+teardown it still restores its unacked messages at once and acks on the restarted
+server. Should a close still fail so, it ends quietly: the messages stay in kombu's
+unacked hash, which the next ``restore_visible`` of any worker empties after the
+visibility timeout.
 
 ``install()`` makes ``redis://``, ``rediss://`` and ``redis+socket://`` URLs use this
 transport: kombu picks a transport by the URL's scheme (the ``+socket`` prefix
@@ -21,6 +24,7 @@ included), so Celery's ``broker_transport`` setting cannot choose it.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import kombu.transport as kombu_transport
 from kombu.transport import TRANSPORT_ALIASES
@@ -30,6 +34,19 @@ log = logging.getLogger(__name__)
 
 
 class Channel(kombu_redis.Channel):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._params: dict[bool, dict[str, Any]] = {}
+        super().__init__(*args, **kwargs)  # opens the asynchronous client: its params kept
+        self._connparams(asynchronous=False)  # and those of the clients built per call
+
+    def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
+        """kombu's, remembered; once the connection is torn down, the remembered ones."""
+        if self.connection.client is None and asynchronous in self._params:
+            return dict(self._params[asynchronous])
+        params: dict[str, Any] = super()._connparams(asynchronous)
+        self._params[asynchronous] = dict(params)
+        return params
+
     def close(self) -> None:
         try:
             super().close()
