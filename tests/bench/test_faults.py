@@ -118,3 +118,20 @@ def test_a_store_dropping_an_item_fails_the_row_naming_the_item_and_a_replayable
         for note in run["notes"]:
             if note.startswith(KEPT):
                 shutil.rmtree(note.removeprefix(KEPT), ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_job_that_does_not_finish_says_where_it_stands(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    [row] = rows_of(capsys, ["--only", "worker_cold_shutdown", "--runs", "1",
+                             "--drain-timeout", "0.2"])
+    [failure] = row["failures"]
+    [stall] = [p for p in failure["problems"] if p.startswith("the job did not finish: ")]
+    where = json.loads(stall.removeprefix("the job did not finish: "))
+    assert sum(where["open"].values()) > 0 and where["sample"][0]["id"]
+    assert "demo" in where["limiter"] and "leases_held" in where["limiter"]["demo"]
+    assert "r" in where["throttle"]["demo"] and where["unacked"] >= 0
+    for note in failure["notes"]:
+        if note.startswith(KEPT):
+            shutil.rmtree(note.removeprefix(KEPT), ignore_errors=True)
