@@ -88,10 +88,10 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
     the throttle is off. Through a pooled proxy it rests that exit instead (sites
     limit per address; see ``settle``).
     """
-    assert r.request is not None
-    key = polite.bucket(batch, r.request.url)
+    assert r.request is not None and r.bounds is not None
+    key = r.bounds.bucket
     try:
-        slots = _slots(batch, r, key)
+        slots = _slots(batch, r, r.bounds)
     except MustWait as exc:
         return r.ended(RetryAfter(exc.seconds, f"politeness: {exc.reason}", "wait"))
     request = r.outfit.request if r.outfit is not None else r.request
@@ -131,14 +131,13 @@ def _logged(batch: Batch, r: UnitRun, point: FetchPoint) -> None:
                   job_id=batch.job_id)
 
 
-def _slots(batch: Batch, r: UnitRun, key: str) -> ExitStack:
+def _slots(batch: Batch, r: UnitRun, bounds: polite.Bounds) -> ExitStack:
     """The bucket's slot, and its exit's when the site limits each proxy; raises
     ``MustWait`` (nothing held) when the unit must wait longer than an inline sleep."""
-    assert r.request is not None
     settings = batch.rt.settings.politeness
     site = batch.site.name
-    cap = polite.ceiling(batch, r.request.url)
-    wanted: list[tuple[str, Politeness | None]] = [(key, polite.policy(batch, key, cap))]
+    wanted: list[tuple[str, Politeness | None]] = [
+        (bounds.bucket, polite.policy(batch, bounds.bucket, bounds.ceiling))]
     if batch.gear is not None and r.outfit is not None and r.outfit.proxy:
         wanted.append((f"{site}@{r.outfit.proxy}", batch.gear.declared.per_exit))
     held = ExitStack()
