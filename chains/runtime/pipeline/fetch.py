@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from concurrent.futures import as_completed
+from collections import deque
+from collections.abc import Generator
 from contextlib import ExitStack
+from queue import SimpleQueue
 
 from chains.runtime.context import fetch_slots, unit_threads
 from chains.runtime.pipeline import polite
@@ -34,16 +35,44 @@ from utils.logs import log_fetch
 log = logging.getLogger(__name__)
 
 
-def fetch(batch: Batch, runs: list[UnitRun]) -> Iterator[UnitRun]:
-    """Every run, the live ones fetched: ended ones first, then in order of arrival."""
+def fetch(batch: Batch, runs: list[UnitRun]) -> Generator[UnitRun, None, None]:
+    """Every run, the live ones fetched: ended ones first, then in order of arrival.
+
+    Several live units are fetched by up to ``TASK_UNIT_THREADS`` of the process's unit
+    threads, each taking the next unit from the batch's list until it is empty (one
+    hand-off per thread, not one future per unit); an error that is no ``CrawlError``
+    (a bug) is raised here. Left unfinished (the soft time limit), the batch's units not
+    yet taken are not fetched."""
     live = [r for r in runs if r.live]
     yield from (r for r in runs if not r.live)
     if len(live) == 1:
         yield fetch_one(batch, live[0])
-    elif live:
-        pool = unit_threads(batch.rt.settings.task.unit_threads)
-        for done in as_completed([pool.submit(fetch_one, batch, r) for r in live]):
-            yield done.result()
+        return
+    todo, done = deque(live), SimpleQueue[UnitRun | BaseException]()
+
+    def take() -> None:
+        while todo:
+            try:
+                r = todo.popleft()
+            except IndexError:  # another thread took the last one
+                return
+            try:
+                done.put(fetch_one(batch, r))
+            except BaseException as exc:  # a bug: for the message's thread to raise
+                done.put(exc)
+
+    threads = batch.rt.settings.task.unit_threads
+    pool = unit_threads(threads)
+    try:
+        for _ in range(min(len(live), threads)):
+            pool.submit(take)
+        for _ in live:
+            got = done.get()
+            if isinstance(got, BaseException):
+                raise got
+            yield got
+    finally:
+        todo.clear()
 
 
 def fetch_one(batch: Batch, r: UnitRun) -> UnitRun:
