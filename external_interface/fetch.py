@@ -56,7 +56,7 @@ from external_interface.http import (
     Response,
     media_type_matches,
 )
-from external_interface.statuses import status_error
+from external_interface.statuses import rule_for, status_error
 from external_interface.url_guard import UrlGuard
 from utils.decode import header_charset
 from utils.domains import AllowedDomains
@@ -351,6 +351,8 @@ def _decode_into(chunks: list[bytes], size: int, decoder: ContentDecoder, raw: b
 
 def raise_for_status(response: Response) -> None:
     """Raise the error ``statuses.STATUSES`` names for the response's status, if any."""
+    if rule_for(response.status) is None:  # most pages: nothing to redact, no header read
+        return
     error = status_error(response.status, redact_url(response.url),
                          response.headers.get("Retry-After"))
     if error is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from email.utils import parsedate_to_datetime
 from functools import cached_property
@@ -74,7 +74,14 @@ class Request:
     accept_statuses: tuple[int, ...] = ()
 
     def with_headers(self, **headers: str) -> Request:
-        return replace(self, headers={**self.headers, **headers})
+        return self.but(headers={**self.headers, **headers})
+
+    def but(self, **changes: Any) -> Request:
+        """A copy with ``changes``: ``dataclasses.replace`` without re-running ``__init__``
+        (every unit's request is dressed, most go through providers)."""
+        copy = object.__new__(Request)
+        object.__setattr__(copy, "__dict__", {**self.__dict__, **changes})
+        return copy
 
     @property
     def full_url(self) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 import time
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -61,10 +62,12 @@ def bucket_label(le: float) -> str:
 
 
 def _bucket_of(seconds: float, buckets: tuple[float, ...]) -> str:
-    for le in buckets:
-        if seconds <= le:
-            return bucket_label(le)
-    return "+Inf"
+    """The label of the first bucket ``seconds`` fits in (``le`` >= it), else ``+Inf``."""
+    return _LABELS[buckets][bisect_left(buckets, seconds)]
+
+
+_LABELS = {buckets: (*(bucket_label(le) for le in buckets), "+Inf")
+           for buckets in HISTOGRAMS.values()}  # per histogram: its labels, then +Inf
 
 
 def safe_label(value: str) -> str:
@@ -103,10 +106,14 @@ class Tally:
         self.counts: Counter[tuple[Family, str]] = Counter()
         self.sums: dict[tuple[Family, str], float] = {}
         self.finished = 0  # units that ended, for the job's pace
+        self._fields: dict[str, str] = {"": task_name}  # label -> hash field, built once
 
     def _add(self, family: Family, label: str = "", n: int = 1) -> None:
         if n:
-            self.counts[(family, f"{self.task}{SEP}{label}" if label else self.task)] += n
+            name = self._fields.get(label)
+            if name is None:
+                name = self._fields[label] = f"{self.task}{SEP}{label}"
+            self.counts[(family, name)] += n
 
     def started(self, n: int = 1) -> Tally:
         """``n`` units began an attempt (a redelivered unit counts again)."""

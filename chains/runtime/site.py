@@ -27,7 +27,7 @@ environment.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -156,10 +156,12 @@ class Site:
         one identity across retries and workers."""
         from external_interface.user_agent.headers import headers_for  # not for a parser
 
-        defaults = headers_for(*cluster.resolved(self.name, self.headers), key)
-        own = {name.lower() for name in request.headers}
-        kept = {k: v for k, v in defaults.items() if k.lower() not in own}
-        return replace(request, headers={**kept, **request.headers})
+        headers = headers_for(*cluster.resolved(self.name, self.headers), key)  # a new dict
+        if request.headers:
+            own = {name.lower() for name in request.headers}
+            headers = {k: v for k, v in headers.items() if k.lower() not in own} | \
+                request.headers
+        return request.but(headers=headers)
 
     def stored_settings(self, stored: dict[str, Any]) -> SiteSettings:
         """The settings a launch stored with its job, as every unit of the job sees them."""

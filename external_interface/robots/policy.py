@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -52,15 +52,41 @@ class RobotsPolicy:
         ``ROBOTS_USER_AGENT``). Raises ``ValueError`` for a URL that is not http(s)."""
         if not self.settings.obey:
             return RobotsVerdict(True, None, "not-obeyed")
-        entry = self._entry(self._origin(url))
+        entry, agent = self._entry(self._origin(url)), user_agent or self.settings.user_agent
+        return self._judge(entry, url, agent, _delay(entry.rules, agent) if entry.rules else None)
+
+    def check_all(self, urls: Sequence[str],
+                  user_agent: str | None = None) -> list[RobotsVerdict | None]:
+        """``check`` for each of ``urls``, None for one that is not http(s): each origin's
+        rules looked up once, its Crawl-delay read once (a batch's URLs share a few)."""
+        if not self.settings.obey:
+            return [RobotsVerdict(True, None, "not-obeyed")] * len(urls)
         agent = user_agent or self.settings.user_agent
+        judged: dict[str, tuple[_Entry, float | None]] = {}
+        out: list[RobotsVerdict | None] = []
+        for url in urls:
+            try:
+                origin = self._origin(url)
+            except ValueError:
+                out.append(None)
+                continue
+            seen = judged.get(origin)
+            if seen is None:
+                entry = self._entry(origin)
+                seen = judged[origin] = (entry, _delay(entry.rules, agent) if entry.rules
+                                         else None)
+            out.append(self._judge(seen[0], url, agent, seen[1]))
+        return out
+
+    def _judge(self, entry: _Entry, url: str, agent: str, delay: float | None,
+               ) -> RobotsVerdict:
+        """The verdict of an origin's ``entry`` on ``url``; ``delay``: its rules' Crawl-delay."""
         record = entry.record
         if record.kind == "disallow":
             return RobotsVerdict(False, None, "unavailable", record.note,
                                  max(0.0, record.fresh_until - self.clock()))
         if entry.rules is None:
             return RobotsVerdict(True, None, "missing", record.note)
-        delay = _delay(entry.rules, agent)
         if _allowed(entry.rules, url, agent):
             return RobotsVerdict(True, delay, "allowed", record.note)
         return RobotsVerdict(False, delay, "disallowed", f"robots.txt disallows it for {agent}")

@@ -1,11 +1,12 @@
 """The Response a parser reads: Scrapy's words (css, xpath, json, urljoin, follow), headers
-in any case, and the server's clock."""
+in any case, and the server's clock; a Request's copies."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from external_interface.http import Response
+from external_interface.http import Request, Response
 
 PAGE = b"""<html><head><link rel="next" href="/list?page=3"><title>Caf\xc3\xa9</title></head>
 <body><a class="item" href="a.html">A</a><a class="item" href="/b.html#top">B</a>
@@ -60,3 +61,12 @@ def test_json_bodies_parse() -> None:
     response = Response("http://example.com/api", 200, {"Content-Type": "application/json"},
                         b'{"items": [1, 2]}')
     assert response.json() == {"items": [1, 2]}
+
+
+def test_a_requests_copy_with_changes_is_what_dataclasses_replace_makes() -> None:
+    request = Request("http://example.com/a", params={"q": "1"}, headers={"A": "1"},
+                      accept_statuses=(404,))
+    copy = request.but(headers={"B": "2"}, proxy="http://p:1")
+    assert copy == replace(request, headers={"B": "2"}, proxy="http://p:1")
+    assert request.headers == {"A": "1"} and request.proxy is None  # the original unchanged
+    assert request.with_headers(B="2").headers == {"A": "1", "B": "2"}

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from concurrent.futures import as_completed
+from collections import deque
+from collections.abc import Generator
 from contextlib import ExitStack
+from queue import SimpleQueue
 
 from chains.runtime.context import fetch_slots, unit_threads
 from chains.runtime.pipeline import polite
@@ -34,16 +35,44 @@ from utils.logs import log_fetch
 log = logging.getLogger(__name__)
 
 
-def fetch(batch: Batch, runs: list[UnitRun]) -> Iterator[UnitRun]:
-    """Every run, the live ones fetched: ended ones first, then in order of arrival."""
+def fetch(batch: Batch, runs: list[UnitRun]) -> Generator[UnitRun, None, None]:
+    """Every run, the live ones fetched: ended ones first, then in order of arrival.
+
+    Several live units are fetched by up to ``TASK_UNIT_THREADS`` of the process's unit
+    threads, each taking the next unit from the batch's list until it is empty (one
+    hand-off per thread, not one future per unit); an error that is no ``CrawlError``
+    (a bug) is raised here. Left unfinished (the soft time limit), the batch's units not
+    yet taken are not fetched."""
     live = [r for r in runs if r.live]
     yield from (r for r in runs if not r.live)
     if len(live) == 1:
         yield fetch_one(batch, live[0])
-    elif live:
-        pool = unit_threads(batch.rt.settings.task.unit_threads)
-        for done in as_completed([pool.submit(fetch_one, batch, r) for r in live]):
-            yield done.result()
+        return
+    todo, done = deque(live), SimpleQueue[UnitRun | BaseException]()
+
+    def take() -> None:
+        while todo:
+            try:
+                r = todo.popleft()
+            except IndexError:  # another thread took the last one
+                return
+            try:
+                done.put(fetch_one(batch, r))
+            except BaseException as exc:  # a bug: for the message's thread to raise
+                done.put(exc)
+
+    threads = batch.rt.settings.task.unit_threads
+    pool = unit_threads(threads)
+    try:
+        for _ in range(min(len(live), threads)):
+            pool.submit(take)
+        for _ in live:
+            got = done.get()
+            if isinstance(got, BaseException):
+                raise got
+            yield got
+    finally:
+        todo.clear()
 
 
 def fetch_one(batch: Batch, r: UnitRun) -> UnitRun:
@@ -88,10 +117,10 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
     the throttle is off. Through a pooled proxy it rests that exit instead (sites
     limit per address; see ``settle``).
     """
-    assert r.request is not None
-    key = polite.bucket(batch, r.request.url)
+    assert r.request is not None and r.bounds is not None
+    key = r.bounds.bucket
     try:
-        slots = _slots(batch, r, key)
+        slots = _slots(batch, r, r.bounds)
     except MustWait as exc:
         return r.ended(RetryAfter(exc.seconds, f"politeness: {exc.reason}", "wait"))
     request = r.outfit.request if r.outfit is not None else r.request
@@ -131,14 +160,13 @@ def _logged(batch: Batch, r: UnitRun, point: FetchPoint) -> None:
                   job_id=batch.job_id)
 
 
-def _slots(batch: Batch, r: UnitRun, key: str) -> ExitStack:
+def _slots(batch: Batch, r: UnitRun, bounds: polite.Bounds) -> ExitStack:
     """The bucket's slot, and its exit's when the site limits each proxy; raises
     ``MustWait`` (nothing held) when the unit must wait longer than an inline sleep."""
-    assert r.request is not None
     settings = batch.rt.settings.politeness
     site = batch.site.name
-    cap = polite.ceiling(batch, r.request.url)
-    wanted: list[tuple[str, Politeness | None]] = [(key, polite.policy(batch, key, cap))]
+    wanted: list[tuple[str, Politeness | None]] = [
+        (bounds.bucket, polite.policy(batch, bounds.bucket, bounds.ceiling))]
     if batch.gear is not None and r.outfit is not None and r.outfit.proxy:
         wanted.append((f"{site}@{r.outfit.proxy}", batch.gear.declared.per_exit))
     held = ExitStack()

@@ -1,16 +1,23 @@
 """What politeness a unit's fetch is under, and what the adaptive throttle learns after.
 
-Per unit, before its fetch (the fetch phase):
+Per batch, in the prepare phase, once per origin (a batch holds many units of one step
+of one site; its URLs share one origin or a few), carried on each unit as its ``Bounds``:
 
     bucket    the site's name, or ``site:host:port`` for a site declared with
               ``politeness_per="host"`` (the generic crawl): each host gets its own
               slot, throttle and cooldown, whichever site's job reaches it
     ceiling   the strictest of the site's declared ``Politeness`` (``POLITE_SITES``
-              overrides it) and robots.txt's ``Crawl-delay`` for the URL's origin
+              overrides it) and robots.txt's ``Crawl-delay`` for the URL's origin (the
+              verdict the robots check of the same batch read)
+
+Per unit, before its fetch (the fetch phase):
+
     policy    the throttle's current policy for the bucket, never above the ceiling;
               the ceiling itself when the throttle is off (``THROTTLE_ENABLED``);
               None (no slot, no round trip) while the throttle's window is open: a
-              server that never pushed back costs nothing per request
+              server that never pushed back costs nothing per request. Asked per unit,
+              not per batch: the throttle's copy is refreshed every ``refresh_s``, and
+              a batch waiting on its slots can outlast that
 
 After the batch (the close phase), ``observe`` feeds each bucket's responses to the
 throttle in one call per bucket: latency, status, Retry-After. A fetch through a
@@ -20,6 +27,8 @@ proxy's own rest and per-exit bucket handle what it answers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -53,6 +62,32 @@ def robots(batch: Batch) -> RobotsPolicy | None:
     return batch.rt.robots_for(uses_cache(batch)) if batch.site.robots else None
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """What a unit's fetch is under: the bucket it takes its slot in (and the throttle
+    key), and the hard limit above any rate the throttle sets there (None: none)."""
+
+    bucket: str
+    ceiling: Politeness | None
+
+
+def bounds(batch: Batch, urls: Sequence[str],
+           delays: Sequence[float | None]) -> list[Bounds]:
+    """Each URL's ``Bounds``, given its origin's robots.txt ``Crawl-delay``; each
+    distinct one is built once (a batch's units share one or a few)."""
+    site = batch.site.name
+    declared = batch.rt.settings.politeness.sites.get(site) or batch.site.politeness
+    built: dict[tuple[str, float | None], Bounds] = {}
+    out = []
+    for url, delay in zip(urls, delays, strict=True):
+        key = (bucket(batch, url), delay)
+        found = built.get(key)
+        if found is None:
+            found = built[key] = Bounds(key[0], strictest(declared, crawl_delay_policy(delay)))
+        out.append(found)
+    return out
+
+
 def bucket(batch: Batch, url: str) -> str:
     """The politeness bucket (and throttle key) of a request to ``url``."""
     site = batch.site.name
@@ -60,24 +95,6 @@ def bucket(batch: Batch, url: str) -> str:
         return site
     host = urlsplit(url).netloc.rpartition("@")[2].lower()
     return f"{site}:{host}" if host else site
-
-
-def ceiling(batch: Batch, url: str) -> Politeness | None:
-    """The hard limit above any rate: the declared politeness and robots' Crawl-delay."""
-    site = batch.site.name
-    declared = batch.rt.settings.politeness.sites.get(site) or batch.site.politeness
-    return strictest(declared, crawl_delay_policy(crawl_delay(batch, url)))
-
-
-def crawl_delay(batch: Batch, url: str) -> float | None:
-    """robots.txt's ``Crawl-delay`` for ``url`` (read from memory once checked)."""
-    policy = robots(batch)
-    if policy is None:
-        return None
-    try:
-        return policy.check(url).crawl_delay
-    except ValueError:  # not http(s): the fetch refuses it anyway
-        return None
 
 
 def policy(batch: Batch, key: str, cap: Politeness | None) -> Politeness | None:
@@ -95,13 +112,15 @@ def observe(batch: Batch, runs: list[UnitRun]) -> None:
     throttle = batch.rt.throttle
     if throttle is None:
         return
-    seen: dict[str, tuple[str, list[Observation]]] = {}
+    seen: dict[str, tuple[Bounds, list[Observation]]] = {}
     for r in runs:
-        point = r.fetch
-        if point is None or r.request is None or (r.outfit is not None and r.outfit.proxy):
+        point, bounds = r.fetch, r.bounds
+        if point is None or bounds is None or (r.outfit is not None and r.outfit.proxy):
             continue
-        key = bucket(batch, r.request.url)
-        seen.setdefault(key, (r.request.url, []))[1].append(Observation(
-            point.seconds, point.status, point.retry_after_s, point.ended))
-    for key, (url, observed) in seen.items():
-        throttle.observe(key, observed, ceiling(batch, url))
+        found = seen.get(bounds.bucket)
+        if found is None:
+            found = seen[bounds.bucket] = (bounds, [])
+        found[1].append(Observation(point.seconds, point.status, point.retry_after_s,
+                                    point.ended))
+    for key, (first, observed) in seen.items():
+        throttle.observe(key, observed, first.ceiling)

@@ -21,9 +21,10 @@ validated (invalid ones fail for good), the request built under the site's defau
 browser headers, the job's allowed domains, the recrawl decision for the whole batch
 in one dedup round trip and one tree round trip (``chains.runtime.tree``: a fresh unit
 is skipped only when its children are known, and never when it was the last page of
-its list and the policy says ``last_page_volatile``), robots.txt (``pipeline.robots``),
-and the job's cap on the step's units (``Step.max_units``, one round trip:
-``chains.runtime.quota``).
+its list and the policy says ``last_page_volatile``), robots.txt (``pipeline.robots``)
+and the politeness each fetch will be under (``pipeline.polite``: its bucket and
+ceiling), both looked up once per origin of the batch, and the job's cap on the step's
+units (``Step.max_units``, one round trip: ``chains.runtime.quota``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from chains.runtime.pipeline import robots
+from chains.runtime.pipeline import polite, robots
 from chains.runtime.quota import Quota
 from chains.runtime.site import Signal, UnitContext
 from chains.runtime.tree import Spawned, Tree
@@ -154,6 +155,7 @@ class UnitRun:
     request: Request | None = None
     recrawl: recrawl.Recrawl | None = None
     before: Spawned | None = None  # what it spawned at its last fetch (steps with a policy)
+    bounds: polite.Bounds | None = None  # its fetch's bucket and ceiling (once admitted)
     outfit: Outfit | None = None  # what the providers gave its request
     need: str | None = None  # the pool it waits for (cookie, device, proxy)
     fetch: FetchPoint | None = None  # set when a request went out
@@ -222,7 +224,7 @@ def prepare(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
     """Poison check, params, requests, then the recrawl decision, robots.txt and the
     job's cap on the step, of every unit."""
     runs = _recrawl(batch, [_prepare_one(batch, r) for r in runs])
-    return _within_cap(batch, [_obey_robots(batch, r) for r in runs])
+    return _within_cap(batch, _obey_robots(batch, runs))
 
 
 def _recrawl(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
@@ -248,16 +250,25 @@ def _recrawl(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
     return out
 
 
-def _obey_robots(batch: Batch, r: UnitRun) -> UnitRun:
-    """The unit, or its end when robots.txt refuses its URL (for good, or for now)."""
-    if not r.live or r.request is None:
-        return r
-    refused = robots.refusal(batch, r.request.full_url)
-    if refused is None:
-        return r
-    if refused.wait_s is None:
-        return r.ended(Skipped(refused.reason))
-    return r.ended(RetryAfter(refused.wait_s, refused.reason, "wait"))
+def _obey_robots(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
+    """Each live unit with its politeness ``Bounds``, or ended when robots.txt refuses its
+    URL (for good, or for now); each origin's rules and ceiling looked up once."""
+    live = [r for r in runs if r.live and r.request is not None]
+    if not live:
+        return runs
+    urls = [r.request.full_url for r in live if r.request is not None]
+    verdicts = robots.verdicts(batch, urls)
+    bounds = polite.bounds(batch, urls, [v.crawl_delay if v else None for v in verdicts])
+    decided = {}
+    for r, url, verdict, bound in zip(live, urls, verdicts, bounds, strict=True):
+        refused = robots.refusal(batch, url, verdict)
+        if refused is None:
+            decided[id(r)] = r.but(bounds=bound)
+        elif refused.wait_s is None:
+            decided[id(r)] = r.ended(Skipped(refused.reason))
+        else:
+            decided[id(r)] = r.ended(RetryAfter(refused.wait_s, refused.reason, "wait"))
+    return [decided.get(id(r), r) for r in runs]
 
 
 def _within_cap(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:

@@ -76,6 +76,16 @@ def test_our_own_group_applies_to_our_token_with_its_request_rate(
     assert ours.allowed and ours.crawl_delay == 5.0  # Request-rate: 1/5
 
 
+def test_checking_a_batch_of_urls_says_what_checking_each_says(site: Site, clock: Clock) -> None:
+    robots = policy_for(clock)
+    urls = [f"{site.base}/private/x", f"{site.base}/private/open/1", "ftp://example.org/x",
+            f"{site.base}/not-for-us", f"{site.base}/public"]
+    for agent in ("otherbot", None):
+        assert robots.check_all(urls, agent) == [
+            None if url.startswith("ftp:") else robots.check(url, agent) for url in urls]
+    assert site.hits["/robots.txt"] == 1
+
+
 def test_sitemap_lines_are_exposed(site: Site, clock: Clock) -> None:
     assert policy_for(clock).sitemaps(f"{site.base}/any/page") == [
         "http://127.0.0.1/sitemap.xml"]

@@ -1,15 +1,19 @@
-"""The fetch phase's log: at DEBUG, one line per fetch, the URL's secrets masked."""
+"""The fetch phase: at DEBUG, one line per fetch, the URL's secrets masked; a batch's
+units fetched by the unit threads."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from chains.demo import demo
-from chains.runtime.context import Runtime
+from chains.runtime.context import Runtime, unit_threads
+from chains.runtime.pipeline import fetch as fetch_phase
 from chains.runtime.pipeline.fetch import fetch
 from chains.runtime.pipeline.prepare import Batch, UnitRun, prepare
 from chains.runtime.registry import step
@@ -102,3 +106,57 @@ def test_a_fetch_is_timed_without_the_slot_release_a_broker_outage_would_stretch
     [run] = fetch_feed(runtime, server.base_url, [1])
     assert released, "the fetch took a slot (slow start caps concurrency)"
     assert run.fetch is not None and run.fetch.seconds < 0.4
+
+
+# -- the unit threads -------------------------------------------------------------------
+def batch_of_units(rt: Runtime, count: int) -> tuple[Batch, list[UnitRun]]:
+    batch = Batch(rt, {"job": "j", "step": "feed", "depth": 0}, demo, step("demo.h5.feed"),
+                  Site("demo", settings=DemoSettings), DemoSettings(base_url="http://x"), None,
+                  retries=0)
+    return batch, [UnitRun(make_unit("feed", {"page": page}), 1, True)
+                   for page in range(1, count + 1)]
+
+
+def quiet(pool: ThreadPoolExecutor) -> None:
+    """Return once every task submitted to ``pool`` before has ended: one task per
+    thread, queued after them, all running at once."""
+    every = threading.Barrier(pool._max_workers + 1)
+    for _ in range(pool._max_workers):
+        pool.submit(every.wait, 30)
+    every.wait(30)
+
+
+def test_a_batch_left_unfinished_fetches_none_of_the_units_no_thread_took_yet(
+        runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The soft time limit stops a message mid-batch: its units go back to the queue,
+    so the threads must not go on fetching them behind its back."""
+    taken: list[str] = []
+    gate = threading.Event()
+
+    def held(batch: Batch, r: UnitRun) -> UnitRun:  # the first unit answers, the rest hang
+        taken.append(r.unit["id"])
+        if len(taken) > 1:
+            gate.wait()
+        return r
+
+    monkeypatch.setattr(fetch_phase, "fetch_one", held)
+    batch, runs = batch_of_units(runtime, 200)
+    threads = runtime.settings.task.unit_threads
+    arriving = fetch(batch, runs)
+    first = next(arriving)
+    arriving.close()  # as an interrupt leaves it
+    gate.set()
+    quiet(unit_threads(threads))
+    assert first.unit["id"] == taken[0]
+    assert len(taken) <= threads + 1 < len(runs)
+
+
+def test_a_bug_in_a_units_fetch_is_raised_in_the_messages_thread(
+        runtime: Runtime, monkeypatch: pytest.MonkeyPatch) -> None:
+    def buggy(batch: Batch, r: UnitRun) -> UnitRun:
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(fetch_phase, "fetch_one", buggy)
+    batch, runs = batch_of_units(runtime, 3)
+    with pytest.raises(KeyError, match="a bug"):
+        list(fetch(batch, runs))

@@ -241,11 +241,20 @@ def test_the_declared_politeness_is_the_throttles_hard_ceiling(runtime: Runtime)
     declared = Politeness(rate_per_s=3, max_concurrency=2)
     mine = Site("crawl", settings=CrawlSettings, politeness=declared, politeness_per="host")
     batch = crawl_batch(runtime, mine)
-    url = "http://127.0.0.1:9/x"
-    cap = politeness.ceiling(batch, url)
-    assert cap == declared
-    policy = politeness.policy(batch, politeness.bucket(batch, url), cap)
+    [bounds] = politeness.bounds(batch, ["http://127.0.0.1:9/x"], [None])
+    assert bounds.ceiling == declared
+    policy = politeness.policy(batch, bounds.bucket, bounds.ceiling)
     assert policy is not None and policy.rate_per_s == 3 and policy.max_concurrency == 2
+
+
+def test_a_batchs_bounds_are_one_per_host_and_crawl_delay(runtime: Runtime) -> None:
+    declared = Politeness(rate_per_s=3, max_concurrency=2)
+    mine = Site("crawl", settings=CrawlSettings, politeness=declared, politeness_per="host")
+    urls = ["http://a.example/1", "http://a.example/2", "http://b.example/1"]
+    a1, a2, b1 = politeness.bounds(crawl_batch(runtime, mine), urls, [2.0, 2.0, None])
+    assert a1 is a2 and (a1.bucket, b1.bucket) == ("crawl:a.example", "crawl:b.example")
+    assert a1.ceiling == Politeness(rate_per_s=0.5, burst=1, max_concurrency=1)
+    assert b1.ceiling == declared
 
 
 def test_a_server_that_never_pushed_back_costs_no_slot_per_request(runtime: Runtime) -> None:
