@@ -7,10 +7,11 @@ by nginx; each crawler crawls all of it, runs alternating (the first crawler of 
 round alternates too, so drift on this shared machine hits both alike). Latency:
 the 1,667 index pages of the 50,000-detail site behind the latency server (0.25 s
 per response), index pages only, started from sharded start URLs, at each
-``--latency-concurrency`` (the project with its adaptive throttle off: a fixed
-concurrency, as the peer's); efficiency = pages/s / (concurrency / latency). N pages
-in waves of C cannot beat ``bound = N / (ceil(N / C) x C)`` (the last wave runs part
-full: 1,667 pages at C = 64 take 27 waves, bound 0.965), so each crawler also gets
+``--latency-concurrency`` (the project with its adaptive throttle and robots.txt
+off: a fixed concurrency and no robots.txt round trip first, as the peer's);
+efficiency = pages/s / (concurrency / latency). N pages in waves of C cannot beat
+``bound = N / (ceil(N / C) x C)`` (the last wave runs part full: 1,667 pages at
+C = 64 take 27 waves, bound 0.965), so each crawler also gets
 ``latency_bound_cC`` and ``latency_vs_bound_cC`` = efficiency / bound.
 Shards: 1.25 x concurrency (the book's 20 at 16) unless ``--shards`` fixes them:
 20 start URLs give at most 20 requests in flight, so at concurrency 64 any crawler
@@ -222,10 +223,12 @@ def latency(args: argparse.Namespace, concurrency: int) -> list[dict[str, Any]]:
     label = f"latency_c{concurrency}"
     with servers.latency_server(site, latency=args.latency) as slow:
         runners = {
-            # At a fixed concurrency, as the peer runs (Scrapy's AutoThrottle is off by
-            # default): the adaptive throttle's slow start would cost its first round trips.
+            # At a fixed concurrency and without robots.txt, as the peer runs (Scrapy's
+            # AutoThrottle and ROBOTSTXT_OBEY are off by default): the adaptive throttle's
+            # slow start would cost its first round trips, robots.txt one more before any.
             "project": project_runner(slow.url, layout, index_chain(), roots, args.timeout,
-                                      extra_env={"THROTTLE_ENABLED": "false"}),
+                                      extra_env={"THROTTLE_ENABLED": "false",
+                                                 "ROBOTS_OBEY": "false"}),
             "scrapy": scrapy_runner(slow.url, concurrency, args.timeout, shards, pages),
         }
         records = alternate(label, runners, args.runs, slow, args.quiet_wait, pages)
