@@ -7,6 +7,7 @@ hoc in a shell, or pointed at another server, needs no worker restart.
 
 from __future__ import annotations
 
+import json
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -95,14 +96,23 @@ def launch_many(chain: Chain, params: list[dict[str, Any]], job_ids: list[str] |
         raise ChainError(f"launch of {chain.name!r}: root units name {', '.join(unknown)}, "
                          f"not steps of the chain ({', '.join(chain.steps)})")
     ids = job_ids or [uuid.uuid4().hex[:16] for _ in params]
-    dumped, publisher = chain.model_dump(mode="json"), Publisher(rt.dispatch, rt.ledger)
+    read: dict[str, dict[str, Any]] = {}  # a site's settings, by overrides: read once
+    jobs = []
     for job_id, given in zip(ids, params, strict=True):
         root, overrides = split_settings(chain, given)
         for site, values in (settings or {}).items():
             overrides.setdefault(site, {}).update(values)
-        fixed = {site: registry.site(site).read_settings(rt.settings.env_file, **values)
-                 .model_dump(mode="json") for site, values in overrides.items()}
-        rt.ledger.create_job(job_id, dumped, root, fixed)
+        fixed = {}
+        for site, values in overrides.items():
+            key = json.dumps([site, values], sort_keys=True, default=str)
+            if key not in read:
+                read[key] = registry.site(site).read_settings(
+                    rt.settings.env_file, **values).model_dump(mode="json")
+            fixed[site] = read[key]
+        jobs.append((job_id, root, fixed))
+    rt.ledger.create_jobs(chain.model_dump(mode="json"), jobs)
+    publisher = Publisher(rt.dispatch, rt.ledger)
+    for job_id, root, _ in jobs:
         publisher.spawn(chain, job_id, root_units(chain, root, roots or {}), depth=0)
         log_job(log, "started", job_id, chain=chain.name)
     return [Job(job_id, rt.ledger, rt.dispatch) for job_id in ids]

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -214,13 +214,21 @@ class Ledger:
                    settings: dict[str, dict[str, Any]] | None = None) -> None:
         """Record a new job as running; its chain and its sites' settings travel with it
         (no redeploy, no worker restart)."""
-        now = time.time()
+        self.create_jobs(chain, [(job_id, params, settings or {})])
+
+    def create_jobs(self, chain: dict[str, Any],
+                    jobs: Sequence[tuple[str, dict[str, Any], dict[str, dict[str, Any]]]]
+                    ) -> None:
+        """``create_job`` for each (job id, params, settings) of one chain, in one round
+        trip: a sharded start's jobs all exist before its first unit is published."""
+        now, dumped = time.time(), json.dumps(chain)
         pipe = self.redis.pipeline()
-        pipe.hset(keys.job(job_id, "meta"), mapping={
-            "state": "running", "chain": json.dumps(chain), "params": json.dumps(params),
-            "settings": json.dumps(settings or {}), "created_at": now,
-        })
-        pipe.zadd(keys.JOB_INDEX, {job_id: now})
+        for job_id, params, settings in jobs:
+            pipe.hset(keys.job(job_id, "meta"), mapping={
+                "state": "running", "chain": dumped, "params": json.dumps(params),
+                "settings": json.dumps(settings), "created_at": now,
+            })
+            pipe.zadd(keys.JOB_INDEX, {job_id: now})
         pipe.execute()
 
     def chain_of(self, job_id: str) -> dict[str, Any]:

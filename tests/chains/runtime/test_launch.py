@@ -56,3 +56,17 @@ def test_further_roots_of_any_step_start_at_depth_0_each_once(runtime: Runtime) 
 def test_a_root_of_a_step_the_chain_lacks_is_refused_naming_it(runtime: Runtime) -> None:
     with pytest.raises(ChainError, match="root units name feeds, not steps of the chain"):
         launch(crawl, {"url": "http://a.test/"}, runtime=runtime, roots={"feeds": [{}]})
+
+
+def test_a_sharded_launch_fixes_each_jobs_own_params_and_site_settings(
+        runtime: Runtime) -> None:
+    shards = launch_many(demo, [{"page": 2}, {"page": 3, "base_url": "http://b.test"},
+                                {"page": 4}], runtime=runtime,
+                         settings={"demo": {"http_cache": True}})
+    fixed = [(runtime.ledger.meta(job.job_id)["params"],
+              runtime.ledger.settings_of(job.job_id)["demo"]) for job in shards]
+    assert [params for params, _ in fixed] == ['{"page": 2}', '{"page": 3}', '{"page": 4}']
+    assert fixed[1][1]["base_url"] == "http://b.test"
+    assert fixed[0][1]["base_url"] == fixed[2][1]["base_url"] != "http://b.test"
+    assert all(s["http_cache"] is True for _, s in fixed)
+    assert all(runtime.ledger.state(job.job_id) == "running" for job in shards)
