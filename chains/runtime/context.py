@@ -8,7 +8,6 @@ wants (a ``Recorder`` to run phases without a broker).
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +39,7 @@ from external_interface.storage.factory import store_from_url
 from external_interface.url_guard import UrlGuard
 from external_interface.user_agent.headers import default_headers
 from utils.embedded_redis import stopped_copy
+from utils.fair_slots import FairSlots
 from utils.urls import redact_url
 
 
@@ -204,8 +204,9 @@ def unit_threads(size: int) -> ThreadPoolExecutor:
 
 
 def fetch_slots(cap: int) -> AbstractContextManager[Any]:
-    """This process's cap on fetches in flight (``TASK_MAX_FETCHES``; 0: none)."""
+    """This process's cap on fetches in flight (``TASK_MAX_FETCHES``; 0: none), granted
+    first come, first served (``utils.fair_slots``)."""
     global _fetches
     if _fetches is None or _fetches[0] != os.getpid():
-        _fetches = (os.getpid(), threading.BoundedSemaphore(cap) if cap else nullcontext())
+        _fetches = (os.getpid(), FairSlots(cap) if cap else nullcontext())
     return _fetches[1]
