@@ -53,7 +53,7 @@ class RobotsPolicy:
         if not self.settings.obey:
             return RobotsVerdict(True, None, "not-obeyed")
         entry, agent = self._entry(self._origin(url)), user_agent or self.settings.user_agent
-        return self._judge(entry, url, agent, _delay(entry.rules, agent) if entry.rules else None)
+        return self._judge(entry, url, agent, _delay(entry.rules, agent))
 
     def check_all(self, urls: Sequence[str],
                   user_agent: str | None = None) -> list[RobotsVerdict | None]:
@@ -73,8 +73,7 @@ class RobotsPolicy:
             seen = judged.get(origin)
             if seen is None:
                 entry = self._entry(origin)
-                seen = judged[origin] = (entry, _delay(entry.rules, agent) if entry.rules
-                                         else None)
+                seen = judged[origin] = (entry, _delay(entry.rules, agent))
             out.append(self._judge(seen[0], url, agent, seen[1]))
         return out
 
@@ -246,8 +245,11 @@ def _allowed(rules: Protego, url: str, agent: str) -> bool:
         return True
 
 
-def _delay(rules: Protego, agent: str) -> float | None:
-    """``Crawl-delay``, or ``Request-rate`` as seconds per request: the larger."""
+def _delay(rules: Protego | None, agent: str) -> float | None:
+    """``Crawl-delay``, or ``Request-rate`` as seconds per request: the larger (None
+    without rules)."""
+    if rules is None:
+        return None
     delays = []
     try:
         if (delay := rules.crawl_delay(agent)) is not None:
