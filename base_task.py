@@ -23,8 +23,8 @@ from celery.exceptions import Reject
 from celery.utils.log import get_task_logger
 from kombu.exceptions import OperationalError
 
+from chains.broker.session import current
 from chains.runtime.message import requeue_unfinished, run_message
-from chains.runtime.session import current
 from chains.runtime.units import Envelope, Unit
 
 log = get_task_logger(__name__)

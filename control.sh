@@ -1,26 +1,30 @@
 #!/usr/bin/env bash
-# crawlchain control: setup / demo / test / start / stop / restart / status / logs.
+# crawlchain control: setup / demo / test / start / stop / restart / status / logs / docs.
 #
 #   ./control.sh setup                      the runtime, pinned by requirements/constraints.txt
 #                                           (CRAWLCHAIN_EXTRAS=mongo,postgres adds extras)
 #   ./control.sh lock [--upgrade]           regenerate that file from pyproject.toml (uv)
 #   ./control.sh demo [--json]              set up, start everything, run the demo chain, stop
 #   ./control.sh test [--slow|--all] [pytest args]   (ruff, mypy --strict, lint-imports, pytest)
-#   ./control.sh start|stop|restart|status [redis|sandbox|worker|beat|flower|exporter|all]
+#   ./control.sh start|stop|restart|status [redis|sandbox|worker|beat|flower|exporter|api|all]
 #                      [--queues q1,q2] [--concurrency N] [--name NAME]
-#                      (stop lets running units finish: TASK_TIME_LIMIT_S + STOP_MARGIN_S)
-#   ./control.sh launch|try|shell|new-site|export|monitor|jobs|wait|pause|resume|cancel|retry ...
-#                      the crawlchain command's (python -m chains VERB --help);
+#                      (stop lets running units finish: TASK_TIME_LIMIT_S + STOP_MARGIN_S;
+#                      start api writes API_TOKEN into the env file when there is none)
+#   ./control.sh queues                     the queues a worker here consumes (every site's)
+#   ./control.sh launch|try|shell|new-site|export|monitor|jobs|wait|pause|resume|cancel|retry|workers ...
+#                      the crawlchain command's (python -m cli VERB --help);
 #                      e.g. ./control.sh monitor --once --json
 #   ./control.sh monitor [--once] [--json] [--interval S]
 #   ./control.sh logs [component]
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv|json|parquet] [--out FILE]
 #                      [--job JOB_ID] [--since WHEN] [--fields A,B]
-#   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export|polite|generic [args]
+#   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export [args]
 #                      (python -m bench.X --help)
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #                       [--only SCENARIO --replay SEED] [--keep] (report under run/faults/)
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
+#   ./control.sh docs [--check]             regenerate docs/configuration.md from config.py
+#                                           (--check: exit 1, naming what is stale)
 #
 # Processes run detached, tracked by pid files under run/, logging under logs/ at
 # LOG_LEVEL (DEBUG|INFO|WARNING|ERROR, default INFO) in LOG_FORMAT (text|json),
@@ -29,7 +33,7 @@
 # STATE_REDIS_URL name another server. Settings come from the environment, then
 # from the cluster's env file (CRAWLCHAIN_ENV_FILE, default crawlchain.env here; mode
 # 600). With --hosts, each verb runs on every host of the file over $CRAWLCHAIN_SSH
-# (utils/hosts.py describes the file); exactly one host may run beat.
+# (ops/hosts.py describes the file); exactly one host may run beat.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -79,26 +83,39 @@ cmd_setup() {  # the runtime only (worker hosts); CRAWLCHAIN_EXTRAS=mongo,... ad
   then :  # a developer's venv: the dev install holds the runtime already
   else install runtime "$ROOT${extras:+[$extras]}"; fi
   ensure_redis_server
+  ensure_chromium
 }
 
 ensure_redis_server() {  # the embedded Redis runs a redis-server >= 7: Debian's, as root
   uses_embedded_redis || return 0
-  "$PY" -m utils.embedded_redis binary >/dev/null 2>&1 && return 0
+  "$PY" -m ops.embedded_redis binary >/dev/null 2>&1 && return 0
+  apt_install redis-server "a redis-server >= 7, for the embedded Redis" \
+    "brew install redis, or set REDIS_SERVER=PATH"
+}
+
+ensure_chromium() {  # a real browser (the console's test, a browser client): Debian's, as root
+  [[ -n "${BROWSER_EXECUTABLE:-}" && -x "${BROWSER_EXECUTABLE}" ]] && return 0
+  command -v chromium >/dev/null 2>&1 && return 0
+  apt_install chromium "Chromium, for what drives a real browser" "set BROWSER_EXECUTABLE=PATH"
+}
+
+apt_install() {  # apt_install PACKAGE WHAT ELSE: Debian's package as root; else say how
+  local package="$1" what="$2" otherwise="$3"
   if [[ $EUID -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    say "setup: no redis-server >= 7 here, and the embedded Redis needs one: install it"
-    say "       (apt-get install redis-server; brew install redis) or set REDIS_SERVER=PATH"
+    say "setup: no $what here: install it (apt-get install $package), or $otherwise"
     return 0
   fi
-  say "setup: apt-get install redis-server (Debian's, for the embedded Redis)"
+  say "setup: apt-get install $package ($what)"
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -qq --no-install-recommends redis-server >/dev/null 2>&1 \
-    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends redis-server; } \
-    || die "setup: apt-get install redis-server failed; install a redis-server >= 7 by hand"
+  apt-get install -y -qq --no-install-recommends "$package" >/dev/null 2>&1 \
+    || { apt-get update -qq && apt-get install -y -qq --no-install-recommends "$package"; } \
+    || die "setup: apt-get install $package failed; install it by hand, or $otherwise"
 }
 
 setup_dev() {  # the runtime and the dev tools (pytest, mypy, ruff, deptry, uv), pinned
   install dev "$ROOT[dev${CRAWLCHAIN_EXTRAS:+,$CRAWLCHAIN_EXTRAS}]"
   ensure_redis_server
+  ensure_chromium
 }
 
 cmd_lock() {  # regenerate the lock from pyproject.toml with uv (itself pinned by the lock)
@@ -116,7 +133,7 @@ load_env() {  # export the cluster's env file; variables already set win over it
   [[ -e "$file" || -n "${CRAWLCHAIN_ENV_FILE:-}" ]] || return 0  # no default file: fine
   [[ -x "$PY" ]] || cmd_setup
   local exports
-  exports="$("$PY" -m utils.envfile export)" || exit 2  # it said why (mode, missing file)
+  exports="$("$PY" -m ops.envfile export)" || exit 2  # it said why (mode, missing file)
   eval "$exports"
 }
 
@@ -142,7 +159,7 @@ spawn() {  # spawn NAME CMD...: run detached in its own session, record the pid
   mkdir -p "$RUN" "$LOGS"
   if is_running "$name"; then say "$name: already running (pid $(cat "$(pidfile "$name")"))"; return 0; fi
   if [[ "$LOG_FORMAT" == json ]]; then  # every line JSON: what it prints too (utils/logs.py)
-    setsid "$@" > >(exec setsid "$PY" -m utils.logs wrap >>"$LOGS/$name.log" 2>&1) 2>&1 \
+    setsid "$@" > >(exec setsid "$PY" -m ops.log_wrap wrap >>"$LOGS/$name.log" 2>&1) 2>&1 \
       < /dev/null &
   else
     setsid "$@" >>"$LOGS/$name.log" 2>&1 < /dev/null &
@@ -185,7 +202,7 @@ start_redis() {
   mkdir -p "$RUN" "$LOGS"
   rm -f "$RUN/redis.sock"
   local pid
-  pid="$("$PY" -m utils.embedded_redis start "$RUN")" || die "redis: not started (above: why)"
+  pid="$("$PY" -m ops.embedded_redis start "$RUN")" || die "redis: not started (above: why)"
   echo "$pid" > "$(pidfile redis)"
   say "redis: started (pid $pid, socket $RUN/redis.sock)"
 }
@@ -225,11 +242,13 @@ all_queues() {  # every site's queue, and crawlchain's own (beat's launches)
 
 banner() { [[ "$LOG_FORMAT" != json ]] || echo --quiet; }  # Celery's banner is no JSON
 
-start_worker() {
-  local proxies=() found
+start_worker() {  # returns once the worker consumes: a launch right after is not refused
+  local proxies=() found node="$NAME@${CRAWLCHAIN_HOST:-$(hostname)}"
   found="$(sandbox_proxies)"; [[ -z "$found" ]] || proxies=("$found")
-  spawn "worker-$NAME" env ${proxies[@]+"${proxies[@]}"} "$CELERY" $(banner) -A worker worker --hostname "$NAME@${CRAWLCHAIN_HOST:-%h}" \
+  spawn "worker-$NAME" env ${proxies[@]+"${proxies[@]}"} "$CELERY" $(banner) -A worker worker --hostname "$node" \
     -Q "${QUEUES:-$(all_queues)}" --concurrency "$CONCURRENCY" --loglevel "$LOG_LEVEL"
+  "$PY" -m cli workers --wait "$node" --pid "$(cat "$(pidfile "worker-$NAME")")" \
+    --timeout "${WORKER_START_WAIT_S:-60}" >&2 || die "worker-$NAME: not consuming (above: why)"
 }
 
 check_beat_host() {  # one beat per cluster: CRAWLCHAIN_BEAT_HOST names its host
@@ -252,9 +271,17 @@ start_flower() {  # Flower 2 serves /api without auth only when told to; loopbac
   "$CELERY" -A worker control enable_events --timeout 2 >/dev/null 2>&1 || true
 }
 
-start_exporter() {
+start_exporter() {  # live workers too: each scrape waits EXPORTER_WORKERS_S for their replies
   spawn exporter "$PY" -m monitor.exporter --host "${EXPORTER_HOST:-127.0.0.1}" \
-    --port "${EXPORTER_PORT:-9808}"
+    --port "${EXPORTER_PORT:-9808}" --workers "${EXPORTER_WORKERS_S:-1}"
+}
+
+start_api() {  # the job API and the console (API_HOST:API_PORT, 127.0.0.1:8780 by default)
+  "$PY" -m api.token ensure || exit 2  # a token in the env file on first start (mode 600)
+  load_env
+  spawn api "$PY" -m api
+  say "api: http://${API_HOST:-127.0.0.1}:${API_PORT:-8780}/console/ (token: API_TOKEN in" \
+    "${CRAWLCHAIN_ENV_FILE:-$ROOT/crawlchain.env})"
 }
 
 workers() { for f in "$RUN"/worker-*.pid; do [[ -e "$f" ]] && basename "$f" .pid; done; }
@@ -281,6 +308,7 @@ cmd_start() {
     beat) start_redis; start_beat ;;
     flower) start_redis; start_flower ;;
     exporter) start_redis; start_exporter ;;
+    api) start_redis; start_api ;;
     all) start_redis; start_sandbox; start_worker ;;
     *) die "start: unknown component '$what'" ;;
   esac
@@ -292,10 +320,11 @@ cmd_stop() {
     worker)
       if [[ -n "$NAME_GIVEN" ]]; then stop_worker "worker-$NAME"
       else for w in $(workers); do stop_worker "$w"; done; fi ;;
-    redis|sandbox|beat|flower|exporter) stop_pid "$what" ;;
+    redis|sandbox|beat|flower|exporter|api) stop_pid "$what" ;;
     all)
       for w in $(workers); do stop_worker "$w"; done
-      stop_pid beat; stop_pid flower; stop_pid exporter; stop_pid sandbox; stop_pid redis ;;
+      stop_pid api; stop_pid beat; stop_pid flower; stop_pid exporter; stop_pid sandbox
+      stop_pid redis ;;
     *) die "stop: unknown component '$what'" ;;
   esac
 }
@@ -308,7 +337,7 @@ processes() {  # processes in the session a component was started in (setsid): p
 
 cmd_status() {
   local name pid any=1
-  for name in redis sandbox $(workers) beat flower exporter; do
+  for name in redis sandbox $(workers) beat flower exporter api; do
     if is_running "$name"; then
       pid="$(cat "$(pidfile "$name")")"
       printf '%-16s running  pid %s  procs %s\n' "$name" "$pid" "$(processes "$pid")"; any=0
@@ -335,9 +364,9 @@ cmd_demo() {
   trap "demo_cleanup ${started[*]:-}" EXIT
   start_redis; start_sandbox; start_worker
   if [[ ${#json[@]} -gt 0 ]]; then
-    "$PY" -m chains launch demo --json
+    "$PY" -m cli launch demo --json
   else
-    "$PY" -m chains launch demo --watch
+    "$PY" -m cli launch demo --watch
   fi
 }
 
@@ -368,8 +397,10 @@ cmd_test() {
 cmd_bench() {
   local what="${1:-}"; [[ $# -gt 0 ]] && shift
   case "$what" in
-    dedup|storage|crawl|chain|rate_limit|export|polite|generic) "$PY" -m "bench.$what" "$@" ;;
-    *) die "bench: expected one of: dedup, storage, crawl, chain, rate_limit, export, polite, generic" ;;
+    dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export)
+      "$PY" -m "bench.$what" "$@" ;;
+    *) die "bench: expected one of: dedup, storage, crawl, chain, rate_limit, export, polite," \
+         "generic, api_export" ;;
   esac
 }
 
@@ -377,7 +408,7 @@ cmd_hosts() {  # cmd_hosts FILE VERB [COMPONENT] [options]: the verb on every ho
   local file="$1"; shift
   [[ -f "$file" ]] || die "--hosts: no host file '$file'"
   cmd_setup
-  exec "$PY" -m utils.hosts "$file" "$@"
+  exec "$PY" -m ops.hosts "$file" "$@"
 }
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
@@ -400,7 +431,7 @@ main() {
     esac
   done
   set -- "${args[@]+"${args[@]}"}"
-  case "$verb" in setup|lock|test|bench|faults|"") ;; *) load_env ;; esac
+  case "$verb" in setup|lock|test|bench|faults|docs|queues|"") ;; *) load_env ;; esac
   log_settings
   export DEMO_BASE_URL="${DEMO_BASE_URL:-http://127.0.0.1:${DEMO_PORT:-8765}}"
   case "$verb" in
@@ -412,11 +443,13 @@ main() {
     stop) cmd_stop "$@" ;;
     restart) cmd_stop "$@"; cmd_start "$@" ;;
     status) cmd_status ;;
+    queues) all_queues ;;
     logs) cmd_logs "$@" ;;
-    launch|try|shell|new-site|export|monitor|jobs|wait|pause|resume|cancel|retry)
-      cmd_setup; "$PY" -m chains "$verb" "$@" ;;
+    launch|try|shell|new-site|export|monitor|jobs|wait|pause|resume|cancel|retry|workers)
+      cmd_setup; "$PY" -m cli "$verb" "$@" ;;
     bench) cmd_setup; cmd_bench "$@" ;;
     faults) cmd_setup; "$PY" -m bench.faults "$@" ;;
+    docs) cmd_setup; "$PY" -m ops.config_reference "$@" ;;
     *) usage; [[ -z "$verb" ]] || exit 2 ;;
   esac
 }

@@ -39,8 +39,8 @@ from chains.runtime.context import Runtime
 from chains.runtime.launch import launch_many
 from chains.runtime.ledger import FINISHED, FINISHED_WITH_FAILURES
 from chains.runtime.model import Chain
+from ops import embedded_redis
 from sandbox.cluster import local_env, runtime_for
-from utils import embedded_redis
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_LIFE_S = 2 * 3600

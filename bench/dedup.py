@@ -31,7 +31,7 @@ import redis
 from bench import report
 from external_interface import keys
 from external_interface.dedup.redis_buckets import RedisBucketStore
-from utils.embedded_redis import scratch_server
+from ops.embedded_redis import scratch_server
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,20 +6,28 @@ its own node name, AMQP and distribution ports on 127.0.0.1, its own data and lo
 config and cookie (``HOME``), registered with the machine's epmd (or one erl starts on
 127.0.0.1). Killing its process group kills only this node; starting it again on the
 same data dir recovers its durable queues, as a restarted broker host would.
+
+The node speaks AMQP over TLS only (``amqps://``, no plain-text listener), with a
+certificate from a CA made for the run (``sandbox.tls``), asks every client for its
+certificate, and has a user of its own with a random password (no ``guest``): the
+workers reach it as workers on other hosts reach a production broker.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import time
 from pathlib import Path
 
 from bench.fault_launch import start_and_launch
 from bench.fault_measure import Trial, at_random_progress
+from sandbox import tls
 
 SERVER = "/usr/lib/rabbitmq/bin/rabbitmq-server"  # Debian's; the sbin wrapper runs as rabbitmq
 READY_S = 90.0  # a node boots in 3-10 s; generous on two busy cores
@@ -37,14 +45,18 @@ def unavailable() -> str | None:
     """Why the RabbitMQ scenario cannot run here, or None."""
     if server_binary() is None:
         return "no rabbitmq-server installed (apt-get install rabbitmq-server)"
-    return None
+    return tls.unavailable()
 
 
-def amqp_answers(port: int) -> bool:
-    """Whether an AMQP 0-9-1 server on ``port`` answers the protocol header with its
-    Connection.Start (a method frame): booted, not just listening."""
+def amqp_answers(port: int, authority: tls.Authority) -> bool:
+    """Whether an AMQP 0-9-1 server on ``port`` answers the protocol header, over TLS with
+    the client's certificate, with its Connection.Start (a method frame): booted, not
+    just listening."""
+    context = ssl.create_default_context(cafile=str(authority.ca))
+    context.load_cert_chain(authority.client_cert, authority.client_key)
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2) as conn:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as raw, \
+                context.wrap_socket(raw, server_hostname="127.0.0.1") as conn:
             conn.sendall(b"AMQP\x00\x00\x09\x01")
             return conn.recv(1) == b"\x01"
     except OSError:
@@ -65,23 +77,37 @@ class RabbitNode:
         self.port, self.dist_port = free_port(), free_port()
         self.name = f"cc{self.port}@localhost"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.password = secrets.token_urlsafe(16)
+        self.authority = tls.make_authority(workdir / "tls")
 
     @property
     def url(self) -> str:
-        return f"amqp://guest:guest@127.0.0.1:{self.port}//"
+        return f"amqps://crawl:{self.password}@127.0.0.1:{self.port}//"
+
+    @property
+    def client_env(self) -> dict[str, str]:
+        """What a worker needs besides the URL: the CA, its certificate and key."""
+        return {"AMQP_TLS_CA_FILE": str(self.authority.ca),
+                "AMQP_TLS_CERT_FILE": str(self.authority.client_cert),
+                "AMQP_TLS_KEY_FILE": str(self.authority.client_key)}
 
     def env(self) -> dict[str, str]:
-        base = self.workdir
+        base, authority = self.workdir, self.authority
         (base / "rabbit.conf").write_text(
-            f"listeners.tcp.default = 127.0.0.1:{self.port}\nloopback_users = none\n")
+            "listeners.tcp = none\n"
+            f"listeners.ssl.default = 127.0.0.1:{self.port}\n"
+            f"ssl_options.cacertfile = {authority.ca}\n"
+            f"ssl_options.certfile = {authority.server_cert}\n"
+            f"ssl_options.keyfile = {authority.server_key}\n"
+            "ssl_options.verify = verify_peer\n"
+            "ssl_options.fail_if_no_peer_cert = true\n"
+            f"default_user = crawl\ndefault_pass = {self.password}\n")
         (base / "rabbit-env.conf").write_text("")
         (base / "enabled_plugins").write_text("[].\n")
         return {
             **{k: v for k, v in os.environ.items() if not k.startswith("RABBITMQ_")},
             "HOME": str(base),  # its own .erlang.cookie
             "RABBITMQ_NODENAME": self.name,
-            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
-            "RABBITMQ_NODE_PORT": str(self.port),
             "RABBITMQ_DIST_PORT": str(self.dist_port),
             "RABBITMQ_CONFIG_FILE": str(base / "rabbit.conf"),
             "RABBITMQ_CONF_ENV_FILE": str(base / "rabbit-env.conf"),
@@ -109,7 +135,7 @@ class RabbitNode:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"the RabbitMQ node exited ({self.proc.returncode}); see "
                                    f"{self.workdir / 'rabbit.out'}")
-            if amqp_answers(self.port):
+            if amqp_answers(self.port, self.authority):
                 return
             time.sleep(0.5)
         raise TimeoutError(f"the RabbitMQ node did not accept connections in {READY_S:.0f}s")
@@ -140,13 +166,12 @@ def _reap_group(pgid: int) -> None:
 
 # -- the scenario ------------------------------------------------------------------------
 def rabbit_start(trial: Trial, workers: int) -> None:
-    """A private node is the broker (the state plane stays on the embedded Redis)."""
+    """A private node is the broker, over TLS (the state plane stays on the embedded Redis)."""
     node = RabbitNode(trial.cluster.workdir / "rabbit")
-    node.workdir.mkdir(parents=True, exist_ok=True)
     trial.cleanups.append(node.kill)
     node.start()
     trial.rabbit = node
-    trial.cluster.env["CELERY_BROKER_URL"] = node.url
+    trial.cluster.env.update({"CELERY_BROKER_URL": node.url, **node.client_env})
     start_and_launch(trial, workers)
 
 

@@ -11,7 +11,7 @@ import time
 from bench.fault_launch import launch_now
 from bench.fault_measure import RunResult, Trial, at_random_progress, wait_finished
 from chains.demo import demo as declared_demo
-from utils import embedded_redis
+from ops import embedded_redis
 
 # The broker's socket timeout and health checks, lowered from 30 s and 25 s so that a
 # run takes seconds: the freeze outlasts the timeout, and a stale BRPOP is dropped.

@@ -1,4 +1,4 @@
-"""Client CPU per fetch: our ``Fetcher.fetch`` against the HTTP clients it could have been.
+"""Client CPU per fetch: our ``http`` client against the HTTP clients it could have been.
 
     python -m bench.fetch [--pages 2000] [--rounds 5] [--site-pages 600] --json
 
@@ -10,7 +10,7 @@ the same rounds, one after the other (each round led by another client), so a
 busy machine weighs on all alike; each figure is the median of ``--rounds``
 rounds, with the best round beside it.
 
-    fetcher_fetch         Fetcher.fetch (bounds, guard off, status judged)
+    fetcher_fetch         HttpClient.fetch (bounds, guard off, status judged)
     requests_session_get  requests.Session.get(url).content
     urllib3_poolmanager   urllib3.PoolManager.request("GET", url).data
     http_client           http.client.HTTPConnection request/getresponse/read
@@ -34,7 +34,7 @@ from bench.properties.gen_site import ensure_site
 from bench.properties.pages import detail_name
 from bench.properties.servers import nginx
 from config import FetchSettings
-from external_interface.fetch import Fetcher
+from external_interface.clients.http import HttpClient
 from external_interface.http import Request
 
 MAX_PAGES = 100_000
@@ -99,7 +99,7 @@ def figure(values: list[float]) -> dict[str, float]:
 
 
 def fetcher_client() -> Client:
-    fetcher = Fetcher(FetchSettings())
+    fetcher = HttpClient(FetchSettings())
     return lambda url: fetcher.fetch(Request(url)).body
 
 

@@ -38,7 +38,7 @@ from bench.crawl_project import Cluster, Layout, wait_finished
 from bench.generic_peers import PEERS, compare, figures, page_set, run_peer, serve_site
 from bench.proctree import Watch, cpu_between, machine_busy_s, wait_quiet
 from bench.properties import bench_dir
-from chains.crawl import launch_crawl
+from chains.cluster import launch_crawl
 from sandbox.generic.expected import expected_records
 
 LAYOUT = Layout(workers=1, pool="prefork", worker_concurrency=2, unit_threads=8)

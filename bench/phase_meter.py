@@ -17,7 +17,7 @@ changed; the worker runs as ``bench.profiled_worker``):
     prepare       chains.runtime.message.prepare
     fetch         pipeline.fetch.fetch_one (the unit threads: hooks, providers, the
                   slot's glue) and driving the fetch iterator in the message's thread
-    fetch: http   Fetcher.fetch_raw (urllib3, the socket, the response read and judged)
+    fetch: http   HttpClient.fetch_raw (http.client, the socket, the response read and judged)
     fetch: politeness  RedisLimiter.try_acquire, its release and penalize (GCRA in Redis)
     parse         chains.runtime.message.parse (the step's parse function, hooks)
     save          chains.runtime.message.save (the phase's own work)
@@ -144,7 +144,7 @@ def install() -> None:
     from chains.runtime.dispatch import Publisher
     from chains.runtime.pipeline import fetch
     from external_interface import recrawl
-    from external_interface.fetch import Fetcher
+    from external_interface.clients.http import HttpClient
     from external_interface.politeness.redis_gcra import RedisLimiter
     from external_interface.storage import jsonl, sqlite
 
@@ -153,7 +153,7 @@ def install() -> None:
         _wrap_attr(message, name, name)
     _wrap_attr(message, "fetch", "fetch", iterator=True)
     _wrap_attr(fetch, "fetch_one", "fetch")
-    _wrap_attr(Fetcher, "fetch_raw", "fetch: http")
+    _wrap_attr(HttpClient, "fetch_raw", "fetch: http")
     for name in ("try_acquire", "_give_back", "penalize"):
         _wrap_attr(RedisLimiter, name, "fetch: politeness")
     _wrap_attr(BaseModel, "__init__", "validation")

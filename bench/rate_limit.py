@@ -36,7 +36,7 @@ from config import Politeness
 from external_interface import keys
 from external_interface.politeness import MustWait, acquire
 from external_interface.politeness.factory import limiter_from_redis
-from utils.embedded_redis import scratch_server
+from ops.embedded_redis import scratch_server
 
 SPAWN = multiprocessing.get_context("spawn")
 

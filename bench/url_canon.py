@@ -7,7 +7,7 @@ more on a big listing, then ``utils.fingerprint.canonical_url`` the ones it
 keeps. The hrefs are a mix as listing pages write them: relative paths with and
 without queries, ``../``, same-host and other-host absolute URLs, ``//host``,
 fragments, ``javascript:`` and ``mailto:``, percent-escapes, and a few with
-spaces, a newline and non-ASCII that need w3lib. Each figure is CPU
+spaces, a newline and non-ASCII to percent-encode. Each figure is CPU
 microseconds per href (``time.process_time``), median of ``--rounds`` rounds
 with the best beside it, against Scrapy's path for the same work:
 

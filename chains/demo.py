@@ -10,55 +10,42 @@ for up to ``LIST_RUN`` next pages (``Step.inline_next``).
 
 from __future__ import annotations
 
-from chains.runtime.model import Chain, Link, Step
-from chains.runtime.schedule import Schedule
-from external_interface.dedup import RecrawlPolicy
+from chains.api import Chain, Link, RecrawlPolicy, Schedule, Step
+from sites.demo.app import detail
+from sites.demo.common import comment
+from sites.demo.h5 import feed, user_info, user_statuses
+from sites.demo.pools import captcha, login, register_device
 
 HOUR, DAY = 3600, 86_400
 LIST_RUN = 20  # next pages a message runs itself before handing a list back to the queue
 
 demo = Chain(
-    name="demo",
-    start="feed",
-    steps={
-        "feed": Step(task="demo.h5.feed", priority=3, recrawl=RecrawlPolicy(volatile=True),
-                     inline_next=LIST_RUN),
-        "user_info": Step(task="demo.h5.user_info", batch_size=5,
-                          recrawl=RecrawlPolicy(ttl_s=DAY)),
-        "user_statuses": Step(task="demo.h5.user_statuses", batch_size=5,
-                              recrawl=RecrawlPolicy(ttl_s=HOUR, first_page_volatile=True),
-                              inline_next=LIST_RUN),
-        "detail": Step(task="demo.app.detail", batch_size=10, recrawl=RecrawlPolicy(ttl_s=DAY)),
-        "comment": Step(task="demo.common.comment", batch_size=10, priority=7,
-                        recrawl=RecrawlPolicy(ttl_s=HOUR, first_page_volatile=True),
-                        inline_next=LIST_RUN),
-    },
+    "demo", start=feed,
+    steps=[
+        Step(feed, priority=3, recrawl=RecrawlPolicy(volatile=True), inline_next=LIST_RUN),
+        Step(user_info, batch_size=5, recrawl=RecrawlPolicy(ttl_s=DAY)),
+        Step(user_statuses, batch_size=5, inline_next=LIST_RUN,
+             recrawl=RecrawlPolicy(ttl_s=HOUR, first_page_volatile=True)),
+        Step(detail, batch_size=10, recrawl=RecrawlPolicy(ttl_s=DAY)),
+        Step(comment, batch_size=10, priority=7, inline_next=LIST_RUN,
+             recrawl=RecrawlPolicy(ttl_s=HOUR, first_page_volatile=True)),
+    ],
     links=[
-        Link(src="feed", records="feed_entries", dst="user_info", map={"user_id": "author_id"}),
-        Link(src="feed", records="feed_entries", dst="user_statuses",
-             map={"user_id": "author_id"}),
-        Link(src="user_statuses", records="statuses", dst="detail",
-             map={"article_id": "article_id"}),
-        Link(src="detail", records="articles", dst="comment", map={"article_id": "id"}),
+        Link(feed, user_info, map={"user_id": "author_id"}),
+        Link(feed, user_statuses, map={"user_id": "author_id"}),
+        Link(user_statuses, detail),
+        Link(detail, comment, map={"article_id": "id"}),
     ],
 )
 
 # Refill chains: launched by the tasks when the site's session or device pool runs low
-# (``sites.demo.PROVIDERS.refills``), and by beat every few minutes if it is low then.
-demo_login = Chain(
-    name="demo-login",
-    start="captcha",
-    steps={"captcha": Step(task="demo.h5.captcha", priority=8),
-           "login": Step(task="demo.h5.login", priority=9)},
-    links=[Link(src="captcha", records="challenges", dst="login",
-                map={"account": "account", "captcha_id": "captcha_id", "image": "image"})],
-)
+# (``sites.demo.site.PROVIDERS.refills``), and by beat every few minutes if it is low then.
+demo_login = Chain("demo-login", start=captcha,
+                   steps=[Step(captcha, priority=8), Step(login, priority=9)],
+                   links=[Link(captcha, login)])
 
-demo_device = Chain(
-    name="demo-device",
-    start="register",
-    steps={"register": Step(task="demo.app.register_device", priority=9)},
-)
+demo_device = Chain("demo-device", start="register",
+                    steps={"register": Step(register_device, priority=9)})
 
 SCHEDULES = [
     Schedule(chain="demo-login", every_s=300, when_low="cookie:demo"),

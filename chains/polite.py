@@ -1,11 +1,8 @@
 """The polite shop's chain: the index, each category's pages in turn, every item."""
 
-from chains.runtime.model import Chain, Link, Step
+from chains.api import Chain, Link, Step
+from sites.polite import index, item, listing
 
-polite = Chain(
-    name="polite", start="index",
-    steps={"index": Step(task="polite.web.index"),
-           "listing": Step(task="polite.web.listing", inline_next=10),
-           "item": Step(task="polite.web.item", batch_size=10)},
-    links=[Link(src="index", records="categories", dst="listing", map={"url": "url"}),
-           Link(src="listing", records="items", dst="item", map={"url": "url"})])
+polite = Chain("polite", start=index,
+               steps=[index, Step(listing, inline_next=10), Step(item, batch_size=10)],
+               links=[Link(index, listing), Link(listing, item)])

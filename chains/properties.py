@@ -16,7 +16,8 @@ one starts (the index step's ``stop``), as Scrapy's dupefilter stops the book's
 
 from __future__ import annotations
 
-from chains.runtime.model import Chain, Link, Step
+from chains.api import Chain, Link, Step
+from sites.properties.web import detail, index
 
 MAX_DEPTH = 1_000_000  # one index page per level: the list's length is the depth
 INLINE_NEXT = 10_000  # a list runs on in one message (a quarter of the soft time limit caps it)
@@ -24,24 +25,16 @@ INLINE_NEXT = 10_000  # a list runs on in one message (a quarter of the soft tim
 
 def properties_chain(detail_batch: int = 50, name: str = "properties") -> Chain:
     """The full crawl; ``detail_batch`` units per detail message."""
-    return Chain(
-        name=name,
-        start="index",
-        max_depth=MAX_DEPTH,
-        steps={
-            "index": Step(task="properties.web.index", priority=7, inline_next=INLINE_NEXT),
-            "detail": Step(task="properties.web.detail", batch_size=detail_batch),
-        },
-        links=[Link(src="index", records="details", dst="detail",
-                    map={"property_id": "property_id"})],
-    )
+    return Chain(name, start=index, max_depth=MAX_DEPTH,
+                 steps=[Step(index, priority=7, inline_next=INLINE_NEXT),
+                        Step(detail, batch_size=detail_batch)],
+                 links=[Link(index, detail)])
 
 
 def index_chain(name: str = "properties_index") -> Chain:
     """Index pages only, following ``next``: the latency-bound test."""
-    return Chain(name=name, start="index", max_depth=MAX_DEPTH,
-                 steps={"index": Step(task="properties.web.index", priority=7,
-                                            inline_next=INLINE_NEXT)})
+    return Chain(name, start=index, max_depth=MAX_DEPTH,
+                 steps=[Step(index, priority=7, inline_next=INLINE_NEXT)])
 
 
 def shard_starts(index_pages: int, shards: int) -> list[int]:

@@ -4,7 +4,7 @@
 ``text``, ``json()``, ``css()`` and ``xpath()`` (parsel selectors), ``urljoin()`` and
 ``follow()`` for the next unit, and ``date``, the server's own clock, to normalise
 relative times ("3 hours ago") against. Nothing here touches the network: the
-fetcher (``external_interface.fetch``) makes these values, the pipeline hands them on.
+fetch clients (``external_interface.clients``) make these values, the pipeline hands them on.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from urllib.parse import urlencode
 from parsel import Selector, SelectorList
 from urllib3 import HTTPHeaderDict
 
-from utils.decode import (
+from external_interface.decode import (
     HtmlElement,
     XmlElement,
     decode_body,
@@ -74,9 +74,9 @@ class Request:
     accept_statuses: tuple[int, ...] = ()
 
     def with_headers(self, **headers: str) -> Request:
-        return self.but(headers={**self.headers, **headers})
+        return self.replace(headers={**self.headers, **headers})
 
-    def but(self, **changes: Any) -> Request:
+    def replace(self, **changes: Any) -> Request:
         """A copy with ``changes``: ``dataclasses.replace`` without re-running ``__init__``
         (every unit's request is dressed, most go through providers)."""
         copy = object.__new__(Request)
@@ -99,7 +99,7 @@ class Response:
     """A fully read, size-capped response.
 
     ``encoding`` is the charset the server declared (None if none); ``text`` decodes
-    without trusting it blindly (``utils.decode``). ``headers`` is looked up in any
+    without trusting it blindly (``external_interface.decode``). ``headers`` is looked up in any
     case: ``response.headers["content-type"]``.
     """
 
@@ -109,6 +109,7 @@ class Response:
     body: bytes
     encoding: str | None = None
     elapsed_s: float = 0.0
+    from_cache: bool = field(default=False, compare=False)  # replayed by the dev cache
 
     def __post_init__(self) -> None:
         if not isinstance(self.headers, HTTPHeaderDict):
@@ -143,11 +144,11 @@ class Response:
         return self.selector.xpath(query, **variables)
 
     def html(self) -> HtmlElement:
-        """The page as an lxml tree (see ``utils.decode.parse_html``)."""
+        """The page as an lxml tree (see ``external_interface.decode.parse_html``)."""
         return parse_html(self.text, base_url=self.url)
 
     def xml(self) -> XmlElement:
-        """The body as an XML tree, entities unexpanded (see ``utils.decode.parse_xml``)."""
+        """The body as an XML tree, entities unexpanded (``decode.parse_xml``)."""
         return parse_xml(self.body, base_url=self.url)
 
     @cached_property
@@ -161,8 +162,9 @@ class Response:
             return None
 
     def urljoin(self, href: str) -> str | None:
-        """``href`` made absolute against this page; None for what is not fetchable
-        (empty, ``javascript:``, ``mailto:``, another scheme)."""
+        """``href`` made absolute against this page, as a browser joins it (an empty
+        href is the page itself); None for what is not fetchable (``javascript:``,
+        ``mailto:``, another scheme, a host or port a browser refuses)."""
         return fetch_url(href, self.url)
 
     def follow(self, href: str | None, **fields: Any) -> dict[str, Any] | None:

@@ -22,6 +22,7 @@ def tree(chain: str) -> str:
 
 JOB_INDEX = f"{PREFIX}:jobs"  # sorted set: job id -> creation time
 REVIVER_LOCK = f"{PREFIX}:reviver:lock"  # held by the one worker sweeping for lost units
+WORKERS = f"{PREFIX}:workers"  # hash: worker name -> its queues and last heartbeat (JSON)
 
 
 def dedup_bucket(namespace: str, bucket: int) -> str:
@@ -42,6 +43,12 @@ def metrics(family: str) -> str:
 def job_pace(job_id: str) -> str:
     """Units a job finished per 5-second bucket (hash: bucket -> count), for "throughput now"."""
     return job(job_id, "pace")
+
+
+def job_life(job_id: str) -> str:
+    """Units a job finished per minute over its whole life (hash: minute -> count), for the
+    console's throughput chart."""
+    return job(job_id, "life")
 
 
 # -- politeness (appended) ----------------------------------------------------

@@ -12,7 +12,7 @@ Bounds. The fetch caps the body and the decoded bytes of a ``Content-Encoding``;
 a ``.gz`` file arrives as opaque data, so it is gunzipped here under its own cap
 (``max_decoded_bytes``, the protocol's 50 MiB), which stops a gzip bomb. A file
 yields at most ``max_entries`` (50,000, the protocol's limit); a walk stops at
-a total, a depth and a number of files. The XML parser (``utils.decode.parse_xml``)
+a total, a depth and a number of files. The XML parser (``external_interface.decode.parse_xml``)
 expands no entity and loads no DTD nor anything from the network: billion-laughs
 and external entities (XXE) come out as empty locations, which are dropped.
 """
@@ -28,8 +28,8 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from exceptions import CrawlError, ParseError
+from external_interface.decode import XmlElement, decode_body, gunzip_capped, parse_xml
 from external_interface.http import Response
-from utils.decode import XmlElement, decode_body, gunzip_capped, parse_xml
 from utils.urls import fetch_url
 
 log = logging.getLogger(__name__)

@@ -7,14 +7,17 @@ any address that is not globally routable: loopback, private, link-local,
 shared (CGNAT), multicast, unspecified, reserved, and the metadata endpoints,
 including their IPv4-mapped, NAT64 and 6to4 spellings.
 
-The check runs where it cannot be bypassed: ``connect()`` resolves the host
-once, checks every address, and connects only to a checked one (see
-``fetch_transport``). A DNS answer that changes between a check and a second
-lookup (rebinding) never matters, because there is no second lookup. Numeric
-hosts (``2130706433``, ``0x7f.1``, ``[::1]``) are also refused before
-connecting, with a clearer message. Through a proxy the proxy resolves the
-name, so the guard can only check the URL's host itself (literal, or resolved
-here as best effort); the proxy's own egress rules must do the rest.
+The check runs where it cannot be bypassed: every fetch client resolves the host
+once, checks every address, and connects only to a checked one (``http``:
+``clients.http_transport``, at connect time; ``impersonate``: the checked
+addresses pinned with curl's ``RESOLVE``). A DNS answer that changes between a
+check and a second lookup (rebinding) never matters, because there is no second
+lookup. Numeric hosts (``2130706433``, ``0x7f.1``, ``[::1]``) are also refused
+before connecting, with a clearer message. Through a ``socks5://`` proxy the
+checked address is what the proxy is handed; through an http or ``socks5h://``
+proxy the proxy resolves the name, so the guard can only check the URL's host
+itself (literal, or resolved here as best effort); the proxy's own egress rules
+must do the rest.
 
 The allow-list (CIDRs such as ``127.0.0.0/8`` or ``ip:port`` such as
 ``127.0.0.1:8765`` / ``[::1]:8765``) lets the sandbox and tests through.

@@ -27,9 +27,11 @@ if TYPE_CHECKING:
     from config import Settings
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m monitor", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def parse(argv: list[str],
+          parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+          ) -> argparse.Namespace:
+    parser = parser_class(prog="crawlchain monitor", description=__doc__,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--once", action="store_true", help="one snapshot, then exit")
     parser.add_argument("--json", action="store_true", help="print one snapshot as JSON")
     parser.add_argument("--interval", type=float, default=2.0, help="seconds between redraws")
@@ -42,18 +44,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str]) -> int:
-    args = parse(argv)
-    from chains.runtime.context import StateUnavailable, state_for_reading
+def main(argv: list[str],
+         parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> int:
+    args = parse(argv, parser_class)
     from config import get_settings
+    from ops.state import StateUnavailable, state_for_reading
 
     settings = get_settings()
     try:
         with state_for_reading(settings.state.redis_url) as (client, stopped):
             return show(args, settings, client, stopped)
     except StateUnavailable as exc:
-        print(f"monitor: {exc}", file=sys.stderr)
-        return 1
+        raise SystemExit(str(exc)) from None
 
 
 def show(args: argparse.Namespace, settings: Settings, client: Redis,

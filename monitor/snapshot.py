@@ -1,5 +1,9 @@
 """One snapshot of the whole cluster as plain data: jobs, workers, queues, sites, pools.
 
+``consumers`` are the live workers consuming each queue, from their heartbeats
+(``chains.runtime.roster``): a queue that holds messages and that no worker consumes
+is a job waiting for ever, and the dashboard says which command starts one.
+
 The dashboard draws it, ``python -m monitor --once --json`` prints it, the alert
 loop checks it. It is read fresh every time from the places that already hold
 the truth (the ledger, Celery's remote control, the broker's lists), so any host
@@ -25,6 +29,7 @@ from celery import Celery
 
 from chains.runtime.job import Job
 from chains.runtime.ledger import Ledger
+from chains.runtime.roster import Roster
 
 Section = Callable[[redis.Redis], dict[str, dict[str, Any]]]
 IGNORED_QUEUE_SUFFIXES = (".pidbox",)  # Celery's remote-control reply queues
@@ -69,6 +74,7 @@ def snapshot(client: redis.Redis, app: Celery | None, *, job_limit: int = 20,
         "jobs": jobs(client, job_limit),
         "workers": workers(app, inspect_timeout) if app is not None else {},
         "queues": queue_depths(app, queues) if app is not None else {},
+        "consumers": {q: sorted(w) for q, w in Roster(client).consumers().items()},
         **{name: section(client) for name, section in sections.items()},
     }
 

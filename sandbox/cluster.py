@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -32,13 +33,14 @@ from chains.runtime.job import Job
 from chains.runtime.launch import launch
 from chains.runtime.model import Chain
 from chains.runtime.registry import site_names
+from chains.runtime.roster import Roster
 from config import Settings
+from ops import embedded_redis
 from sandbox.defences import Defences
 from sandbox.exits import Exits
 from sandbox.forum.site import ForumSite
 from sandbox.server import Faults, SandboxServer, Site
 from sandbox.world import World
-from utils import embedded_redis
 from worker import make_app
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -109,11 +111,15 @@ class Cluster:
         self.exits = Exits(exits) if defences is not None else None
         self.socket = workdir / "redis.sock"
         undefended = {} if defences is not None else {"RESOURCES_DISABLED_SITES": '["demo"]'}
-        self.env = local_env(workdir, self.socket,
-                             {**FAST_FAILURE_ENV, **undefended, **(extra_env or {})})
+        # A test launches while its workers boot: the job waits for them (a warning says
+        # so), as a launch with --detach does. A test of that check sets it back.
+        booting = {"LAUNCH_WORKERS": "warn"}
+        self.env = local_env(workdir, self.socket, {**FAST_FAILURE_ENV, **booting,
+                                                    **undefended, **(extra_env or {})})
         self.redis: subprocess.Popen[bytes] | None = None
         self.sandbox: SandboxServer | None = None
         self.workers: list[subprocess.Popen[bytes]] = []
+        self.worker_names: list[str] = []
         self.worker_args: list[str] = []  # more worker options (``--max-memory-per-child``)
         self._runtime: Runtime | None = None
 
@@ -160,7 +166,17 @@ class Cluster:
             start_new_session=True,
         )
         self.workers.append(proc)
+        self.worker_names.append(name)
         return proc
+
+    def wait_for_workers(self, timeout: float = 60.0) -> None:
+        """Until every worker process still running consumes its queues (its heartbeat
+        is on the roster), as ``./control.sh start worker`` waits: a launch that
+        requires a live worker (``LAUNCH_WORKERS=require``) is then accepted."""
+        roster = Roster(self.runtime.redis)
+        wanted = {f"{name}@{socket.gethostname()}" for name, proc in
+                  zip(self.worker_names, self.workers, strict=True) if proc.poll() is None}
+        self.wait_for(lambda: wanted <= set(roster.live()), timeout, f"workers {wanted}")
 
     def kill_worker(self, proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
         """Send ``sig`` to the worker's whole process group (main process and pool children)."""

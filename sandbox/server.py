@@ -254,7 +254,7 @@ class Handler(BaseHTTPRequestHandler):
     def _serve(self) -> None:
         call = self._call()
         token = self.server.arrived(url_key(call.path, call.query), self.client_address[1],
-                                    call.client)
+                                    call.client, call.header("user-agent"))
         status, delivered = 0, False  # a view that raised answers nothing
         try:
             answer = self.server.site.answer(call)
@@ -330,6 +330,7 @@ class Hit:
     status: int | None = None  # None while in flight; 0 if the view raised
     delivered: bool = False  # the reply was written out (the client may still have died)
     client: str = "127.0.0.1"  # the client's address: a proxy's exit when one was used
+    agent: str = ""  # its User-Agent: which fetch client (or browser) it presented
 
 
 @dataclass
@@ -353,18 +354,20 @@ class SandboxServer(ThreadingHTTPServer):
         self._lock = threading.Lock()
         self._tokens = 0
 
-    def arrived(self, url: str, client_port: int, client: str = "127.0.0.1") -> int:
+    def arrived(self, url: str, client_port: int, client: str = "127.0.0.1",
+                agent: str = "") -> int:
         """Record a request as in flight; the token closes it in ``answered``."""
         with self._lock:
             self._tokens += 1
-            self.log.in_flight[self._tokens] = Hit(url, client_port, time.time(), client=client)
+            self.log.in_flight[self._tokens] = Hit(url, client_port, time.time(), client=client,
+                                                   agent=agent)
             return self._tokens
 
     def answered(self, token: int, status: int, delivered: bool) -> None:
         with self._lock:
             hit = self.log.in_flight.pop(token)
             self.log.hits.append(Hit(hit.url, hit.client_port, hit.arrived, time.time(), status,
-                                     delivered, hit.client))
+                                     delivered, hit.client, hit.agent))
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A crawler killed mid-request resets its connection: expected here, not news."""

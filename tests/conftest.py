@@ -1,4 +1,4 @@
-"""Fixtures shared by every test: a real redis-server (>= 7, as ``utils.embedded_redis``
+"""Fixtures shared by every test: a real redis-server (>= 7, as ``ops.embedded_redis``
 finds it), a private vhost on the local RabbitMQ, and no cluster environment file."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from utils import embedded_redis
+from ops import embedded_redis
 
 _db = itertools.count(1)
 

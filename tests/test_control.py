@@ -59,8 +59,9 @@ def test_workers_started_by_control_sh_finish_a_chain_launched_from_python_c(
         assert started.returncode == 0, started.stderr
         assert "worker-default" in control(env, "status").stdout
         launch = subprocess.run(
-            [sys.executable, "-c", "import json; from chains.demo import demo; "
-             "print(json.dumps(demo.launch(page=1).wait(timeout=120)))"],
+            [sys.executable, "-c", "import json; from chains.cluster import launch; "
+             "from chains.demo import demo; "
+             "print(json.dumps(launch(demo, page=1).wait(timeout=120)))"],
             cwd=ROOT, env={**env, "DEMO_BASE_URL": f"http://127.0.0.1:{env['DEMO_PORT']}"},
             text=True, capture_output=True, timeout=180, check=False)
         assert launch.returncode == 0, launch.stderr

@@ -21,12 +21,12 @@ from chains.demo import demo as declared_demo
 from chains.runtime.context import Runtime
 from chains.runtime.job import Job
 from chains.runtime.launch import launch
+from ops import embedded_redis
 from sandbox.cluster import FAST_FAILURE_ENV, runtime_for
 from sandbox.server import Faults, SandboxServer, Site
 from sandbox.world import Shape, World, expected_keys
 from tests.chains.recrawl_support import without_recrawl
 from tests.netns_support import Lab, leftovers, unavailable
-from utils import embedded_redis
 
 pytestmark = pytest.mark.integration
 

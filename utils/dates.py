@@ -5,7 +5,9 @@ site's own clock (``Response.date``, the server's ``Date`` header), not the craw
 a page rendered at the server's 12:00 says "2 hours ago" of 10:00 whatever time the
 crawler's machine shows. Wall-clock forms ("yesterday at 14:05", "2026-11-03 08:15")
 are read in ``now``'s timezone unless ``tz`` says the site's (a Chinese site writes
-Beijing time under a GMT ``Date``). English and Chinese forms:
+Beijing time under a GMT ``Date``). Every form comes back in that one timezone
+(``tz``, else ``now``'s): "3 minutes ago" and "yesterday 14:05" on one page compare and
+store alike. English and Chinese forms:
 
     just now | 刚刚                                   now
     N seconds/minutes/hours/days/weeks ago | N秒/分钟/小时/天/周前
@@ -13,7 +15,7 @@ Beijing time under a GMT ``Date``). English and Chinese forms:
     yesterday at HH:MM | 昨天 HH:MM | 前天 HH:MM (two days before)
     on YYYY-MM-DD at HH:MM | YYYY-MM-DD HH:MM[:SS] | YYYY年M月D日 HH:MM
     MM-DD HH:MM | M月D日 HH:MM                       this year (last year if ahead of now)
-    an ISO-8601 time with a timezone                 as written
+    an ISO-8601 time with a timezone                 that moment
 
 Anything else raises ``ValueError`` naming the text: a parser should fail loudly on a
 layout it does not know, not store a wrong time.
@@ -44,9 +46,9 @@ def relative_time(text: str, now: datetime | None, tz: tzinfo | None = None) -> 
     said = " ".join(text.split()).lower()
     local = now.astimezone(tz) if tz is not None else now
     if said in ("just now", "刚刚", "now"):
-        return now
+        return local
     if found := AGO.fullmatch(said):
-        return now - timedelta(seconds=int(found[1]) * UNITS[found[2] or found[3]])
+        return local - timedelta(seconds=int(found[1]) * UNITS[found[2] or found[3]])
     if found := DAY_AT.fullmatch(said):
         base = local - timedelta(days=DAYS_BACK[found[1]])
         return base.replace(hour=int(found[2]), minute=int(found[3]), second=0, microsecond=0)
@@ -64,5 +66,5 @@ def relative_time(text: str, now: datetime | None, tz: tzinfo | None = None) -> 
     except ValueError:
         absolute = None
     if absolute is not None and absolute.tzinfo is not None:
-        return absolute
+        return absolute.astimezone(local.tzinfo)
     raise ValueError(f"unknown time {text!r}: not a form utils.dates.relative_time reads")

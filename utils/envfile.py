@@ -12,7 +12,7 @@ The file holds secrets, so a file other users may read or write is refused
 before a single value is used, with the fix in the message. Values are never
 printed; errors name the file, the line and the key only.
 
-    eval "$(python -m utils.envfile export)"   # what control.sh does
+    eval "$(python -m ops.envfile export)"   # what control.sh does
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import os
 import re
 import shlex
 import stat
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -49,7 +48,8 @@ def locate(environ: Mapping[str, str] | None = None) -> Path | None:
         return None
     path = Path(given)
     if not path.is_file():
-        raise EnvFileError(f"CRAWLCHAIN_ENV_FILE={given} does not exist (or is not a file)")
+        raise EnvFileError(f"CRAWLCHAIN_ENV_FILE={given} does not exist (or is not a file): "
+                           "create it (mode 600), or unset CRAWLCHAIN_ENV_FILE")
     return path
 
 
@@ -83,24 +83,3 @@ def shell_exports(values: Mapping[str, str], environ: Mapping[str, str]) -> str:
     """``export KEY='value'`` lines for the variables the environment does not set yet."""
     return "".join(f"export {key}={shlex.quote(value)}\n"
                    for key, value in values.items() if key not in environ)
-
-
-def main(argv: list[str]) -> int:
-    """``export``: print the exports for ``eval``; ``check``: only validate. Errors go
-    to stderr with exit code 2, so ``eval`` in a strict script stops there."""
-    if argv not in (["export"], ["check"]):
-        print("usage: python -m utils.envfile export|check", file=sys.stderr)
-        return 2
-    try:
-        path = locate()
-        values = read(path) if path else {}
-    except EnvFileError as exc:
-        print(f"control.sh: {exc}", file=sys.stderr)
-        return 2
-    if argv == ["export"]:
-        sys.stdout.write(shell_exports(values, os.environ))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -18,17 +18,22 @@ from utils.urls import UnsupportedURL, normalize_url
 
 DIGEST_SIZE = 16
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_RAW = re.compile(r"[\[\]|^`{}\\\"<> ]")  # never raw in RFC 3986; WHATWG leaves some raw
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
 def canonical_url(url: str, keep_query_order: bool = False) -> str:
     """The URL a server would treat as the same resource, as one string: the URL to
     fetch (``utils.urls.normalize_url``: WHATWG resolution, default port, IDNA host,
-    fragment dropped), then w3lib's canonical form where dedup needs one.
+    empty password and fragment dropped), then the forms RFC 3986 calls equivalent:
 
     - escapes upper-cased (``%2f`` is ``%2F``) and unreserved ones decoded (``%7E``
       is ``~``), as RFC 3986 section 6.2.2 allows; reserved ones never (``%2F``
       stays distinct from ``/``);
+    - what RFC 3986 never allows raw but a browser leaves raw (``|``, ``^``, ``[``,
+      ``]``, ``{``, ``}``, a backquote, a backslash in the query) percent-encoded, so
+      ``/a|b`` and ``/a%7Cb``, one page to every server, share a key, as they do for
+      Scrapy's ``canonicalize_url``;
     - in the query, ``%20`` is ``+``, ``a`` is ``a=``, empty pairs go, and the
       arguments are sorted by name, stably: the values of a repeated name keep their
       order (``?a=1&a=2`` is a list to PHP, Rails and Django). No sorting when
@@ -39,7 +44,7 @@ def canonical_url(url: str, keep_query_order: bool = False) -> str:
     key, and the fetch reports why it cannot be fetched.
     """
     try:
-        fetchable = normalize_url(url)
+        fetchable = _encode_raw(normalize_url(url))
     except UnsupportedURL:
         fetchable = url.strip()
     head, _, query = fetchable.partition("?")
@@ -47,6 +52,16 @@ def canonical_url(url: str, keep_query_order: bool = False) -> str:
         head = _ESCAPE.sub(_escape, head)
     query = _canonical_query(query, keep_query_order) if query else ""
     return f"{head}?{query}" if query else head
+
+
+def _encode_raw(url: str) -> str:
+    """The path and query of a WHATWG URL with the characters in ``_RAW`` escaped; the
+    host is left alone (an IPv6 host is bracketed)."""
+    path_start = url.index("/", url.index("//") + 2)
+    rest = url[path_start:]
+    if _RAW.search(rest) is None:  # most URLs
+        return url
+    return url[:path_start] + _RAW.sub(lambda m: f"%{ord(m[0]):02X}", rest)
 
 
 def _canonical_query(query: str, keep_order: bool) -> str:

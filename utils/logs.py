@@ -12,10 +12,7 @@ The runtime logs each fetch with ``log_fetch`` (DEBUG) and each job's start and 
 with ``log_job`` (INFO), so every line of a kind carries the same fields.
 
 With ``LOG_FORMAT=json``, ``control.sh`` pipes each process's output through
-``python -m utils.logs wrap``, so that every line of its log file is JSON: a line a
-process prints outside logging (Celery's banner and shutdown notice, a warning given
-before logging is set up, a crash's traceback) becomes an object of its own
-(``"logger": "stdout"``), its secrets masked.
+``python -m ops.log_wrap`` (every printed line as JSON).
 
 A Celery process configures its own handlers; ``reformat_handlers`` (connected to
 Celery's ``after_setup_logger`` signal) gives them this module's formatter and level.
@@ -30,7 +27,6 @@ raised elsewhere.
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import os
@@ -186,44 +182,3 @@ def redact_handlers(logger: logging.Logger | None = None) -> None:
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, RedactSecrets) for f in handler.filters):
             handler.addFilter(RedactSecrets())
-
-
-RAW_LOGGER = "stdout"  # the logger named on a line a process printed outside logging
-
-
-def as_json_line(text: str) -> str:
-    """One printed line as one JSON log line: a JSON object passes as it is; any other
-    text becomes ``{"time", "level": "INFO", "logger": "stdout", "message"}``, masked."""
-    if text.startswith("{") and text.endswith("}"):
-        try:
-            if isinstance(json.loads(text), dict):
-                return text
-        except ValueError:
-            pass
-    record = logging.LogRecord(RAW_LOGGER, logging.INFO, "", 0, redact_text(text), None, None)
-    return JsonFormatter().format(record)
-
-
-def wrap_lines(source: TextIO, sink: TextIO) -> None:
-    """Copy ``source`` to ``sink`` line by line, each as JSON (``as_json_line``), flushed
-    as it comes so a log follower sees it at once; blank lines are dropped."""
-    for line in source:
-        text = line.rstrip("\r\n")
-        if text.strip():
-            sink.write(as_json_line(text) + "\n")
-            sink.flush()
-
-
-def main(argv: list[str]) -> int:
-    """``wrap``: standard input to standard output, every line JSON (``wrap_lines``)."""
-    if argv != ["wrap"]:
-        print("usage: python -m utils.logs wrap  (stdin -> stdout, every line JSON)",
-              file=sys.stderr)
-        return 2
-    wrap_lines(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"),
-               io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="replace"))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -7,29 +7,28 @@ and its strict form ``normalize_url`` (raises ``UnsupportedURL`` naming why, a
 ``utils.fingerprint.canonical_url`` starts from the same URL, so the link a
 parser follows, the URL fetched and the key dedup keeps cannot drift apart.
 
-The rule is the WHATWG URL standard, where a browser and Python's ``urllib``
-differ:
+The rule is the WHATWG URL standard, as browsers join links, by ada (``ada-url``,
+the parser inside Node.js); the web-platform-tests URL suite is run against it
+(``tests/utils/test_urls_whatwg.py``). What a browser does, this does: tabs and
+newlines removed, edges trimmed, backslashes read as slashes, dot segments (and
+``%2e``) resolved, scheme and host lower-cased, IDN hosts in punycode, numeric
+IPv4 hosts dotted, the default port dropped, an empty password dropped
+(``a:@`` is ``a@``), what must be percent-encoded encoded as UTF-8; existing
+escapes are never decoded nor re-cased (``%2F`` stays distinct from ``/``) and
+the query keeps its order. A lone surrogate (a JSON API can send one) becomes
+U+FFFD, as a browser's USVString makes it.
 
-- tabs and newlines are removed anywhere (``java\\nscript:`` is ``javascript:``),
-  C0 controls and spaces trimmed at both ends, backslashes read as slashes
-  before the query;
-- only http(s) is fetched: ``javascript:``, ``mailto:``, ``data:``, ``tel:``,
-  other schemes, an empty href and an unparseable one give None ("drop");
-- relative forms resolve against the base (``../``, ``./``, ``?q``, ``//host``),
-  and dot segments are removed in absolute hrefs too, ``%2e`` counting as a dot;
-- scheme and host lower-case, IDN hosts in punycode (``idna``, UTS 46), numeric
-  IPv4 hosts (``0x7f.1``, ``2130706433``) dotted as ``inet_aton`` reads them, a
-  host ending in a number that is no IPv4 address refused; the default port
-  (80, 443) dropped; ``user:pass@`` kept (the fetch sends it as Basic auth);
-- the fragment dropped (it never reaches the server);
-- characters RFC 3986 does not allow raw in a path or query percent-encoded as
-  UTF-8, as ``w3lib.url.safe_url_string`` does; an href that needs none of
-  this (most do) skips w3lib.
+On top of the standard, a crawler's own refusals, each deliberate:
 
-What the server receives is never changed in a way that can change the
-resource: existing percent-escapes keep their case and are never decoded (so
-``%2F`` stays distinct from ``/``), and the query keeps its order. The
-normalisations only dedup needs (escape case, unreserved escapes decoded,
+- only http(s) is fetched: ``javascript:``, ``mailto:``, ``data:``, ``tel:`` and
+  other schemes give None ("drop"), as does what a browser cannot parse;
+- the fragment is dropped (it never reaches the server);
+- a host must be a name DNS can hold: labels of letters, digits, ``-`` and
+  ``_``, none empty, an ``xn--`` label valid punycode. A browser accepts
+  ``http://a..b/`` or ``http://!$&/``; no lookup of one can succeed, so it is
+  refused at once instead of retried as a network error.
+
+The normalisations only dedup needs (escape case, unreserved escapes decoded,
 query arguments sorted) live in ``utils.fingerprint.canonical_url``.
 
 ``redact_url`` / ``redact_text`` mask credentials (``user:***@``) and secret
@@ -42,50 +41,30 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import lru_cache
-from typing import Any, NamedTuple
-from urllib.parse import quote, unquote, urlsplit
+from typing import Any
+from urllib.parse import urlsplit
 
-import idna
-from w3lib.url import safe_url_string
+from ada_url import HostType, idna_to_ascii, idna_to_unicode, join_url, parse_url
+from ada_url import normalize_url as whatwg_url
 
-CRAWLABLE_SCHEMES = frozenset({"http", "https"})
-DEFAULT_PORTS = {"http": 80, "https": 443}
-_REMOVED = str.maketrans("", "", "\t\n\r")
-_EDGES = "".join(chr(c) for c in range(0x21))  # C0 controls and space, stripped at both ends
-_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*):")
-_AUTHORITY_END = re.compile(r"[/?]")
-_ASCII_HOST = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
-_NUMBER = re.compile(r"0x[0-9a-f]*|0[0-7]*|[1-9][0-9]*")
-_LAST_NUMBER = re.compile(r"[0-9]+|0x[0-9a-f]*")
-# What w3lib's safe_url_string leaves as it is: RFC 3986 unreserved and sub-delims,
-# ":@/" and valid escapes ("'" is escaped in the query of http(s), as WHATWG says).
-_PLAIN_PATH = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*")
-_PLAIN_QUERY = re.compile(r"(?:[A-Za-z0-9\-._~!$&()*+,;=:@/?]|%[0-9A-Fa-f]{2})*")
-_PLAIN_USERINFO = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*")
-_SINGLE_DOT = frozenset({".", "%2e"})
-_DOUBLE_DOT = frozenset({"..", ".%2e", "%2e.", "%2e%2e"})
+_CRAWLABLE = ("http://", "https://")
+_EDGES = "".join(chr(c) for c in range(0x21))  # C0 controls and space, trimmed by WHATWG
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")
+_DNS_NAME = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*\.?")
+_NOT_IN_HOST = frozenset("/?#@\\")
 
 
 class UnsupportedURL(ValueError):
     """The string is not an http(s) URL a crawler can fetch; the message says why."""
 
 
-class _Page(NamedTuple):
-    """A base URL, normalised and cut where relative hrefs join it."""
-
-    url: str
-    scheme: str
-    origin: str  # scheme://netloc
-    path: str
-    directory: str  # the path up to its last "/"
-
-
 def fetch_url(href: str, base: str | None = None) -> str | None:
     """The http(s) URL to fetch for ``href`` found on page ``base``, or None to drop it.
 
     None for ``javascript:``, ``mailto:``, ``tel:``, ``data:`` and other non-http
-    schemes, an empty href, and hrefs a browser could not resolve (bad host or
-    port). ``[u for h in hrefs if (u := fetch_url(h, page_url))]`` is a page's links.
+    schemes, and hrefs a browser could not resolve (bad host or port). An empty
+    href, like ``#top``, is the page itself. ``[u for h in hrefs if (u :=
+    fetch_url(h, page_url))]`` is a page's links.
     """
     try:
         return normalize_url(href, base)
@@ -96,117 +75,83 @@ def fetch_url(href: str, base: str | None = None) -> str | None:
 def normalize_url(href: str, base: str | None = None) -> str:
     """The URL to fetch for ``href`` (resolved against ``base`` when relative), by the
     rule in the module docstring; ``UnsupportedURL`` says why there is none."""
-    text = _clean(href)
-    if not text:
-        raise UnsupportedURL("empty URL: nothing to fetch")
-    text = text.partition("#")[0]
-    scheme_match = _SCHEME.match(text)
-    if scheme_match:
-        scheme = scheme_match[1].lower()
-        if scheme not in CRAWLABLE_SCHEMES:
-            raise UnsupportedURL(f"scheme {scheme!r} is not http/https")
-        rest = text[scheme_match.end():]
-        if rest.startswith("//") or base is None or _page(base).scheme != scheme:
-            return _absolute(scheme, rest.lstrip("/"))
-        text = rest  # "http:next.html" on an http page is relative (WHATWG)
-    if base is None:
-        raise UnsupportedURL(f"relative URL {redact_url(text)!r} has no base to resolve against")
-    page = _page(base)
-    if text.startswith("//"):
-        return _absolute(page.scheme, text.lstrip("/"))
-    if text.startswith("/"):
-        return _finish(page.origin, text)
-    if not text:  # a fragment only: the page itself
-        return page.url
-    if text.startswith("?"):
-        return _finish(page.origin, page.path + text)
-    return _finish(page.origin, page.directory + text)
-
-
-@lru_cache(maxsize=64)
-def _page(base: str) -> _Page:
-    """The base cut for joining; cached, since every href of a page shares it."""
+    text = _usv(href)
     try:
-        url = normalize_url(base)
-    except UnsupportedURL as exc:
-        raise UnsupportedURL(f"base URL is not fetchable: {exc}") from None
-    parts = urlsplit(url)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    return _Page(url, parts.scheme, origin, parts.path, parts.path[:parts.path.rfind("/") + 1])
+        url = join_url(_usv(base), text) if base is not None else whatwg_url(text)
+    except ValueError:
+        url = _absolute_despite_base(text, base)
+    if not url.startswith(_CRAWLABLE):
+        raise UnsupportedURL(f"scheme {url.partition(':')[0]!r} is not http/https")
+    url = url.partition("#")[0]
+    start = url.index("//") + 2
+    _check_authority(url[start:url.index("/", start)])
+    return url
 
 
-def _absolute(scheme: str, rest: str) -> str:
-    """``rest`` is what follows ``scheme://`` (any number of slashes, as WHATWG reads)."""
-    end = _AUTHORITY_END.search(rest)
-    cut = end.start() if end else len(rest)
-    path_query = rest[cut:]
-    if not path_query.startswith("/"):
-        path_query = "/" + path_query
-    return _finish(f"{scheme}://{_netloc(scheme, rest[:cut])}", path_query)
+def _absolute_despite_base(text: str, base: str | None) -> str:
+    """``text`` alone when it is an absolute URL (a base that is no URL does not
+    matter then); else ``UnsupportedURL`` saying which of the two is wrong."""
+    if base is not None:
+        try:
+            return whatwg_url(text)
+        except ValueError:
+            pass
+    shown = redact_url(text.strip(_EDGES))
+    if not shown:
+        raise UnsupportedURL("empty URL with no base: nothing to fetch")
+    if _SCHEME.match(shown.replace("\t", "").replace("\n", "").replace("\r", "")):
+        raise UnsupportedURL(f"{shown!r} is not a URL a browser can parse: bad host or port")
+    if base is None:
+        raise UnsupportedURL(f"relative URL {shown!r} has no base to resolve against")
+    raise UnsupportedURL(f"{shown!r} does not resolve against base URL "
+                         f"{redact_url(base.strip(_EDGES))!r}")
 
 
-def _finish(origin: str, path_query: str) -> str:
-    """Percent-encode what must be (via w3lib, only when needed), remove dot segments."""
-    path, _, query = path_query.partition("?")
-    if not _PLAIN_PATH.fullmatch(path) or (query and not _PLAIN_QUERY.fullmatch(query)):
-        quoted = safe_url_string("http://h" + path_query)[len("http://h"):]
-        path, _, query = quoted.partition("?")
-    if "/." in path or "%2" in path:
-        path = _remove_dot_segments(path)
-    return f"{origin}{path}?{query}" if query else origin + path
-
-
-def _remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4 on an absolute path; ``%2e`` is a dot, as WHATWG says."""
-    segments = path.split("/")[1:]
-    kept: list[str] = []
-    for index, segment in enumerate(segments):
-        lowered = segment.lower()
-        if lowered in _DOUBLE_DOT:
-            if kept:
-                kept.pop()
-        elif lowered not in _SINGLE_DOT:
-            kept.append(segment)
-            continue
-        if index == len(segments) - 1:  # "/a/.." is "/a/", not "/a"
-            kept.append("")
-    return "/" + "/".join(kept)
+def _usv(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD, as a browser reads a string into a
+    URL (UTF-8 cannot carry a surrogate); the string itself when it has none (most)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 @lru_cache(maxsize=4096)
-def _netloc(scheme: str, authority: str) -> str:
-    """``[userinfo@]host[:port]`` normalised; cached, since a page's links share a few."""
-    userinfo, at, hostport = authority.rpartition("@")
-    if hostport.startswith("["):
-        host, bracket, after = hostport[1:].partition("]")
-        if not bracket or (after and not after.startswith(":")):
-            raise UnsupportedURL(f"invalid IPv6 host in {redact_url(authority)!r}")
-        port_text = after[1:]
-    else:
-        host, _, port_text = hostport.partition(":")
-    port = _port(scheme, port_text)
-    netloc = normalize_host(unquote(host) if "%" in host else host)
-    if port is not None:
-        netloc += f":{port}"
-    if at and userinfo not in ("", ":"):
-        if not _PLAIN_USERINFO.fullmatch(userinfo):
-            userinfo = quote(userinfo, safe="!$&'()*+,;=:%")
-        netloc = f"{userinfo}@{netloc}"
-    return netloc
+def _check_authority(authority: str) -> None:
+    """``_check_host`` on ``[userinfo@]host[:port]`` as WHATWG writes it; cached, since
+    a page's links name a few hosts."""
+    host = authority.rpartition("@")[2]
+    _check_host(host if host.endswith("]") else host.rpartition(":")[0] or host)
 
 
-def _port(scheme: str, text: str) -> int | None:
-    """The port a URL names, None for none or the scheme's default."""
-    if not text:
-        return None
-    if not (text.isascii() and text.isdigit()) or int(text) > 65535:
-        raise UnsupportedURL(f"invalid port {text!r}")
-    port = int(text)
-    return None if port == DEFAULT_PORTS[scheme] else port
+def _check_host(host: str) -> None:
+    """Refuse a serialised host DNS cannot hold (see the module docstring). WHATWG
+    writes an IPv4 host dotted and refuses a name ending in a number, so a host
+    ending in a digit is an address."""
+    if host.startswith("[") or host[-1:].isdigit():
+        return
+    if not _DNS_NAME.fullmatch(host):
+        raise UnsupportedURL(f"host {host!r} is no DNS name: a label is empty or holds "
+                             "more than letters, digits, '-' and '_'")
+    if "xn--" in host:
+        for label in host.rstrip(".").split("."):
+            if label.startswith("xn--") and not _valid_a_label(label):
+                raise UnsupportedURL(f"host {host!r}: label {label!r} is no valid punycode")
+
+
+@lru_cache(maxsize=1024)
+def _valid_a_label(label: str) -> bool:
+    """An ``xn--`` label that decodes, and encodes back to itself."""
+    decoded = idna_to_unicode(label)
+    return decoded != label and idna_to_ascii(decoded) == label.encode()
 
 
 def normalize_host(host: str) -> str:
-    """A URL host as it goes on the wire: IPv6 bracketed, numeric IPv4 dotted, names IDNA."""
+    """A URL host as it goes on the wire: IPv6 bracketed, numeric IPv4 dotted, names in
+    punycode, by the same rule as ``normalize_url``; ``UnsupportedURL`` says why not."""
     if not host:
         raise UnsupportedURL("URL has no host")
     if ":" in host:
@@ -214,59 +159,33 @@ def normalize_host(host: str) -> str:
             return f"[{ipaddress.IPv6Address(host.strip('[]').split('%')[0]).compressed}]"
         except ValueError:
             raise UnsupportedURL(f"invalid IPv6 host {host!r}") from None
-    if not host.isascii():
-        try:
-            host = idna.encode(host, uts46=True).decode("ascii")
-        except idna.IDNAError as exc:
-            raise UnsupportedURL(f"invalid international host {host!r}: {exc}") from None
-    host = host.lower()
-    numeric = numeric_ipv4(host)
-    if numeric is not None:
-        return str(numeric)
-    if _LAST_NUMBER.fullmatch(host.removesuffix(".").rpartition(".")[2]):
-        raise UnsupportedURL(f"host {host!r} ends in a number but is no IPv4 address")
-    if not _ASCII_HOST.fullmatch(host):
+    if not _NOT_IN_HOST.isdisjoint(host):
         raise UnsupportedURL(f"invalid host {host!r}")
-    return host
+    try:
+        url = whatwg_url(f"http://{_usv(host)}/")
+    except ValueError:
+        raise UnsupportedURL(f"invalid host {host!r}") from None
+    normal = url[len("http://"):-1]
+    _check_host(normal)
+    return normal
 
 
 def numeric_ipv4(host: str) -> ipaddress.IPv4Address | None:
     """The IPv4 address a numeric host means (``127.1``, ``0x7f.1``, ``0177.0.0.1``,
-    ``2130706433``), read as ``inet_aton`` and browsers read it; None for a name.
+    ``2130706433``), read as browsers (and ``inet_aton``) read it; None for a name.
 
     One to four parts, each decimal, octal (leading 0) or hex (0x); the last part
     fills the remaining bytes. A trailing dot is allowed, as in a URL.
     """
-    labels = host.lower().removesuffix(".").split(".")
-    if not 1 <= len(labels) <= 4 or not all(_NUMBER.fullmatch(label) for label in labels):
+    if not host or not _NOT_IN_HOST.isdisjoint(host) or ":" in host:
         return None
-    values = [_parse_number(label) for label in labels]
-    last_bits = 8 * (5 - len(values))
-    if any(v > 255 for v in values[:-1]) or values[-1] >= 1 << last_bits:
+    try:
+        parts = parse_url(f"http://{_usv(host)}/", attributes=("hostname", "host_type"))
+    except ValueError:
         return None
-    total = values[-1]
-    for index, value in enumerate(values[:-1]):
-        total |= value << (24 - 8 * index)
-    return ipaddress.IPv4Address(total)
-
-
-def _parse_number(label: str) -> int:
-    if label.startswith("0x"):
-        return int(label[2:] or "0", 16)
-    if len(label) > 1 and label.startswith("0"):
-        return int(label[1:], 8)
-    return int(label)
-
-
-def _clean(url: str) -> str:
-    """Drop tabs/newlines, strip edges, read backslashes as slashes before the query."""
-    if "\t" in url or "\n" in url or "\r" in url:
-        url = url.translate(_REMOVED)
-    url = url.strip(_EDGES)
-    if "\\" in url:
-        cut = min((i for i in (url.find("?"), url.find("#")) if i >= 0), default=len(url))
-        url = url[:cut].replace("\\", "/") + url[cut:]
-    return url
+    if parts["host_type"] != HostType.IPV4:
+        return None
+    return ipaddress.IPv4Address(parts["hostname"])
 
 
 # -- secrets ----------------------------------------------------------------

@@ -28,7 +28,13 @@ RabbitMQ (``amqp://``, ``amqps://``, ``pyamqp://``):
   connection, since the broker has already given them to another worker;
 - the consumer timeout is the server's ``consumer_timeout`` (30 min by default, above
   ``TASK_TIME_LIMIT_S``); per-queue ``x-consumer-timeout`` needs RabbitMQ 3.12, so it is
-  not declared and one declaration works on 3.10 as on 3.13.
+  not declared and one declaration works on 3.10 as on 3.13;
+- ``amqps://``: TLS with the server's certificate verified (``AMQP_TLS_*`` name the CA,
+  and a client certificate if the server asks for one).
+
+``rediss://`` (either broker): the server's certificate verified against
+``REDIS_TLS_CA_FILE``, and this host's own when ``REDIS_TLS_CERT_FILE`` names one
+(``broker_use_ssl``: kombu would otherwise connect without checking the server).
 """
 
 from __future__ import annotations
@@ -66,7 +72,9 @@ def broker_options(settings: Settings, queues: Iterable[str]) -> dict[str, Any]:
 def redis_options(settings: Settings) -> dict[str, Any]:
     """Redis transport options: unacked messages come back after the visibility timeout."""
     visibility = settings.broker.visibility_timeout
-    return {"broker_transport_options": {
+    scheme = settings.broker.broker_url.partition("://")[0].lower()
+    return {**({"broker_use_ssl": settings.redis_tls.options()} if scheme == "rediss" else {}),
+            "broker_transport_options": {
         "visibility_timeout": visibility,
         # kombu sweeps for abandoned messages every interval x throttle seconds
         # (100 s by default): a dead host's units come back soon after the timeout.
@@ -87,7 +95,9 @@ def redis_options(settings: Settings) -> dict[str, Any]:
 def amqp_options(settings: Settings, queues: Iterable[str]) -> dict[str, Any]:
     """RabbitMQ: confirms, durable typed queues with dead-lettering, heartbeats."""
     queue_type = settings.broker.queue_type
+    scheme = settings.broker.broker_url.partition("://")[0].lower()
     return {
+        **({"broker_use_ssl": settings.amqp_tls.options()} if scheme == "amqps" else {}),
         "broker_transport_options": {"confirm_publish": True},
         "broker_heartbeat": settings.broker.broker_heartbeat,
         "worker_cancel_long_running_tasks_on_connection_loss": True,

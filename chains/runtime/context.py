@@ -1,18 +1,17 @@
 """What every unit of a process runs with: settings and clients, built from settings.
 
 Nothing is built at import. A worker process builds one ``Runtime`` after the fork
-(``session.current``); a test or a one-off tool builds its own with the dispatch it
-wants (a ``Recorder`` to run phases without a broker).
+(``chains.broker.session.current``); a test or a one-off tool builds its own with the
+dispatch it wants (a ``Recorder`` to run phases without a broker).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -20,11 +19,16 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
 from chains.runtime.dispatch import Dispatch
+from chains.runtime.extensions import ItemPipeline, Middleware, Observer, load
 from chains.runtime.ledger import Ledger
-from config import Settings, embedded_socket
+from chains.runtime.metrics import Metrics
+from chains.runtime.observers import builtin_observers
+from config import Settings
+from exceptions import ClusterUnreachable
+from external_interface.clients import DEFAULT_CLIENT, OWN_IDENTITY, FetchClient
+from external_interface.clients.factory import Clients
 from external_interface.dedup import DedupStore
 from external_interface.dedup.factory import dedup_from_settings
-from external_interface.fetch import Fetcher
 from external_interface.http_cache import CachingFetcher, FetchesRaw
 from external_interface.http_cache.factory import caching_fetcher
 from external_interface.politeness import Limiter
@@ -36,9 +40,7 @@ from external_interface.robots.factory import robots_from_settings
 from external_interface.robots.policy import RobotsPolicy
 from external_interface.storage import ItemStore
 from external_interface.storage.factory import store_from_url
-from external_interface.url_guard import UrlGuard
 from external_interface.user_agent.headers import default_headers
-from utils.embedded_redis import stopped_copy
 from utils.fair_slots import FairSlots
 from utils.urls import redact_url
 
@@ -72,62 +74,48 @@ def throttle_of(settings: Settings, client: redis.Redis) -> Throttle | None:
     return throttle_from_settings(conf.model_copy(update={"max_retry_after_s": cap}), client)
 
 
-def wait_for(client: redis.Redis, seconds: float) -> None:
-    """Block until the state Redis answers, at most ``seconds``: a launcher or a worker
-    started before the broker host is up waits for it instead of failing at once."""
+def wait_for(url: str, seconds: float) -> None:
+    """Block until the state Redis at ``url`` answers, at most ``seconds``; then raise
+    ``ClusterUnreachable`` naming it and the fix. A worker started before its broker host
+    waits ``STATE_CONNECT_WAIT_S`` (2 minutes); a command ``STATE_COMMAND_WAIT_S`` (5 s).
+    Each probe is a plain client with its own short timeouts: the state client's retries
+    would stretch one ping past the bound."""
     deadline = time.monotonic() + seconds
+    probe_s = max(0.2, min(1.0, seconds / 2))
     while True:
+        probe = redis.Redis.from_url(url, socket_connect_timeout=probe_s,
+                                     socket_timeout=probe_s)
         try:
-            client.ping()
+            probe.ping()
             return
-        except (redis.ConnectionError, redis.TimeoutError):
-            if time.monotonic() > deadline:
-                raise
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+            if time.monotonic() + 0.5 > deadline:
+                raise ClusterUnreachable(
+                    f"the state Redis at {redact_url(url)} does not answer after "
+                    f"{seconds:g} s ({exc}): start the cluster (./control.sh start) or set "
+                    "STATE_REDIS_URL to the cluster's", "STATE_REDIS_URL") from None
             time.sleep(0.5)
-
-
-class StateUnavailable(RuntimeError):
-    """The state Redis does not answer, and there are no files of it to read instead."""
-
-
-@contextmanager
-def state_for_reading(url: str) -> Iterator[tuple[redis.Redis, str | None]]:
-    """A client of the state Redis to read jobs from, and None; or, when it is the
-    embedded Redis and it is stopped (``./control.sh demo`` stops it on exit), a client
-    of a throwaway copy of its files and a line saying so. Anything else that does not
-    answer raises ``StateUnavailable`` saying what to do."""
-    client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=15)
-    try:
-        client.ping()
-        reachable: Exception | None = None
-    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        client.close()
-        reachable = exc
-    if reachable is None:
-        with client:
-            yield client, None
-        return
-    data = embedded_socket().parent / "redis"
-    if url != f"unix://{embedded_socket()}" or not (data / "appendonlydir").is_dir():
-        raise StateUnavailable(
-            f"the state Redis at {redact_url(url)} does not answer ({reachable}): start it "
-            "(./control.sh start redis) or point STATE_REDIS_URL at the cluster's")
-    with stopped_copy(data) as socket, redis.Redis(unix_socket_path=socket) as copy:
-        yield copy, (f"the embedded Redis is stopped: read from its files in {data} "
-                     "(./control.sh start redis runs it again)")
+        finally:
+            probe.close()
 
 
 @dataclass
 class Runtime:
-    """The per-process clients: state Redis, ledger, item store, fetcher, dedup,
+    """The per-process clients: state Redis, ledger, item store, fetch clients, dedup,
     politeness, resource providers, and where messages go (``dispatch``).
 
-    ``http_cache`` is the development cache in front of ``fetcher``, used by the jobs
-    launched with ``--http-cache`` (or by every job with ``HTTP_CACHE_ENABLED``);
-    ``robots`` and ``cached_robots`` read robots.txt through one or the other.
+    ``fetcher`` is the ``http`` fetch client, ``clients`` every client by name (another
+    built on a site's first fetch with it). ``http_cache`` is the development cache in
+    front of ``fetcher``, used by the jobs launched with ``--http-cache`` (or by every
+    job with ``HTTP_CACHE_ENABLED``), with one of its own per other client (a page
+    cached through ``http`` is not replayed to ``impersonate``); ``robots`` and
+    ``cached_robots`` read robots.txt through one or the other.
     ``throttle`` is the cluster-wide adaptive throttle (None: ``THROTTLE_ENABLED``
     off). ``interrupts`` are the exceptions a worker raises into a running unit to
     stop it (Celery's soft time limit): site code never swallows them as its own errors.
+    ``pipelines``, ``middlewares`` and ``observers`` are the cluster's (``ITEM_PIPELINES``,
+    ``MIDDLEWARES``, ``OBSERVERS``), the runtime's own observers first (metrics, throttle
+    feedback, pool refills: ``chains.runtime.observers``).
     """
 
     settings: Settings
@@ -135,7 +123,7 @@ class Runtime:
     redis: redis.Redis
     ledger: Ledger
     store: ItemStore
-    fetcher: Fetcher
+    fetcher: FetchClient
     dedup: DedupStore
     limiter: Limiter
     providers: Providers
@@ -144,18 +132,29 @@ class Runtime:
     cached_robots: RobotsPolicy
     throttle: Throttle | None = None
     interrupts: tuple[type[BaseException], ...] = ()
+    pipelines: tuple[ItemPipeline, ...] = ()
+    middlewares: tuple[Middleware, ...] = ()
+    observers: tuple[Observer, ...] = ()
+    clients: Clients | None = None
+    _others: dict[tuple[str, bool], tuple[FetchesRaw, RobotsPolicy]] = field(
+        default_factory=dict)
 
     @classmethod
     def from_settings(cls, settings: Settings, dispatch: Dispatch,
-                      interrupts: tuple[type[BaseException], ...] = ()) -> Runtime:
+                      interrupts: tuple[type[BaseException], ...] = (),
+                      wait_s: float | None = None) -> Runtime:
+        """The clients ``settings`` name; the state Redis waited for ``wait_s`` (default
+        ``STATE_CONNECT_WAIT_S``, a worker's), the item store opened (a bad
+        ``STORAGE_URL`` is a ``UserError`` here, before anything runs)."""
+        wait_for(settings.state.redis_url,
+                 settings.state.connect_wait_s if wait_s is None else wait_s)
         client = state_redis(settings.state.redis_url)
-        wait_for(client, settings.state.connect_wait_s)
         polite = settings.politeness
-        fetcher = Fetcher(settings.fetch, guard=UrlGuard(settings.fetch.ssrf_allow)
-                          if settings.fetch.ssrf_guard else None)
+        clients = Clients.from_settings(settings.fetch)
+        fetcher = clients.get(DEFAULT_CLIENT)
         cached = caching_fetcher(settings.http_cache, fetcher)
         agent = default_headers(settings.headers.family, "robots.txt")
-        return cls(
+        built = cls(
             settings=settings,
             dispatch=dispatch,
             redis=client,
@@ -175,18 +174,53 @@ class Runtime:
                                                fetch_with(cached, agent)),
             throttle=throttle_of(settings, client),
             interrupts=interrupts,
+            clients=clients,
         )
+        declared = settings.extensions
+        built.pipelines = tuple(load(r, ItemPipeline, "ITEM_PIPELINES")
+                                for r in declared.item_pipelines)
+        built.middlewares = tuple(load(r, Middleware, "MIDDLEWARES")
+                                  for r in declared.middlewares)
+        built.observers = (*builtin_observers(built, built.providers, built.throttle,
+                                              Metrics(client)),
+                           *(load(r, Observer, "OBSERVERS") for r in declared.observers))
+        return built
 
-    def fetcher_for(self, cache: bool) -> FetchesRaw:
-        """The fetcher a job's units use: the development cache when the job or the
-        workers ask for it (``--http-cache``, ``HTTP_CACHE_ENABLED``)."""
-        return self.http_cache if cache or self.settings.http_cache.enabled else self.fetcher
+    def fetcher_for(self, cache: bool, client: str = DEFAULT_CLIENT) -> FetchesRaw:
+        """The fetcher a job's units use: their ``client``, through the development cache
+        when the job or the workers ask for it (``--http-cache``, ``HTTP_CACHE_ENABLED``)."""
+        cached = cache or self.settings.http_cache.enabled
+        if client == DEFAULT_CLIENT:
+            return self.http_cache if cached else self.fetcher
+        return self._other(client, cached)[0]
 
-    def robots_for(self, cache: bool) -> RobotsPolicy:
+    def robots_for(self, cache: bool, client: str = DEFAULT_CLIENT) -> RobotsPolicy:
         """robots.txt read through the same fetcher as the job's pages."""
-        return self.cached_robots if cache or self.settings.http_cache.enabled else self.robots
+        cached = cache or self.settings.http_cache.enabled
+        if client == DEFAULT_CLIENT:
+            return self.cached_robots if cached else self.robots
+        return self._other(client, cached)[1]
+
+    def _other(self, client: str, cached: bool) -> tuple[FetchesRaw, RobotsPolicy]:
+        """Another client's fetcher and robots.txt reader, built on first use (two
+        threads may both build one: either serves)."""
+        found = self._others.get((client, cached))
+        if found is None:
+            assert self.clients is not None  # built by from_settings
+            fetcher: FetchesRaw = self.clients.get(client)
+            if cached:
+                fetcher = caching_fetcher(self.settings.http_cache, fetcher, client)
+            headers = self.settings.headers
+            agent = default_headers(headers.family, "robots.txt") \
+                if client not in OWN_IDENTITY else {}
+            robots = robots_from_settings(self.settings.robots, self.redis,
+                                          fetch_with(fetcher, agent))
+            found = self._others[(client, cached)] = (fetcher, robots)
+        return found
 
     def close(self) -> None:
+        if self.clients is not None:
+            self.clients.close()
         self.store.close()
         self.redis.close()
 

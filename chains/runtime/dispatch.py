@@ -14,8 +14,7 @@ from chains.runtime.units import Envelope, Unit, revival_payload
 
 if TYPE_CHECKING:
     from chains.runtime.ledger import Ledger
-    from chains.runtime.model import Chain
-    from chains.runtime.routes import Routes, Step
+    from chains.runtime.model import Chain, Step
 
 
 class Dispatch(Protocol):
@@ -72,7 +71,7 @@ def message_priority(kind: Literal["redis", "amqp"], step: Step, depth: int) -> 
 
 
 @dataclass
-class Held:
+class Outbox:
     """What a message that runs its list on holds unpublished (``Step.inline_next``):
     its next pages, which it runs itself, and children that wait to fill a message of
     their step's ``batch_size``. The ledger knows them all (``Ledger.carried``)."""
@@ -103,7 +102,7 @@ class Publisher:
         return self.ledger.register(job_id, [(u["id"], step) for step, u in flat],
                                     [revival_payload(step, depth, u) for step, u in flat])
 
-    def publish(self, chain: Routes, job_id: str, step: str, units: list[Unit],
+    def publish(self, chain: Chain, job_id: str, step: str, units: list[Unit],
                 depth: int, countdown: float | None = None) -> None:
         """Send ``units`` of one step in messages of the step's batch size."""
         spec = chain.steps[step]
@@ -115,7 +114,7 @@ class Publisher:
                                countdown)
 
     def spawn(self, chain: Chain, job_id: str, units_by_step: Mapping[str, list[Unit]],
-              depth: int, republish: bool = True, held: Held | None = None,
+              depth: int, republish: bool = True, outbox: Outbox | None = None,
               hold: str | None = None) -> None:
         """Register, then publish the children, skipping those past the chain's max depth.
 
@@ -124,28 +123,28 @@ class Publisher:
         twice. A parent whose earlier start died (it may have died between registering
         and publishing) passes ``republish`` and sends them all.
 
-        With ``held`` (not on a republish), the new next pages of step ``hold`` go to
-        ``held.pages`` for the caller to run itself, and children are sent in full
-        messages only: the rest waits in ``held.waiting`` for the next page's.
+        With ``outbox`` (not on a republish), the new next pages of step ``hold`` go to
+        ``outbox.pages`` for the caller to run itself, and children are sent in full
+        messages only: the rest waits in ``outbox.waiting`` for the next page's.
         """
         if depth > chain.max_depth:
             return
         new = self.register(job_id, units_by_step, depth)
         for step, units in units_by_step.items():
             send = units if republish else [u for u in units if u["id"] in new]
-            if held is not None and not republish:
+            if outbox is not None and not republish:
                 if step == hold:
-                    held.pages += [u for u in send if u.get("page", 0) > 0]
+                    outbox.pages += [u for u in send if u.get("page", 0) > 0]
                     send = [u for u in send if u.get("page", 0) == 0]
-                send = held.waiting.pop((step, depth), []) + send
+                send = outbox.waiting.pop((step, depth), []) + send
                 size = chain.steps[step].batch_size
                 if rest := len(send) % size:
-                    send, held.waiting[(step, depth)] = send[:-rest], send[-rest:]
+                    send, outbox.waiting[(step, depth)] = send[:-rest], send[-rest:]
             if send:
                 self.publish(chain, job_id, step, send, depth)
 
-    def flush(self, chain: Routes, job_id: str, held: Held) -> None:
+    def flush(self, chain: Chain, job_id: str, outbox: Outbox) -> None:
         """Publish the children that wait for a full message: the list they came from ends."""
-        for (step, depth), units in held.waiting.items():
+        for (step, depth), units in outbox.waiting.items():
             self.publish(chain, job_id, step, units, depth)
-        held.waiting.clear()
+        outbox.waiting.clear()

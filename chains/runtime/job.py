@@ -1,10 +1,12 @@
 """The handle a launch returns: ``job.status()``, ``job.overview()``, ``job.report()``, and
 the verbs ``pause``, ``resume``, ``cancel`` and ``retry_failed`` (``job_control``).
 
-``status`` is the ledger's summary; ``overview`` adds what an operator asks first
-("is it done, what failed, why is it slow"): times, progress of the growing
-fan-out, throughput now and on average, failures grouped by step and error class.
-The live dashboard and ``python -m monitor --once --json`` show the same dict;
+``status`` is the ledger's summary: per-step counts (each step's outcomes, done,
+failed, skipped, gone and cancelled, add up to its ``spawned`` once the job ends), the
+failed and the gone units with their URLs and reasons, skips by reason; ``overview``
+adds what an operator asks first ("is it done, what failed, why is it slow"): times,
+progress of the growing fan-out, throughput now and on average, failures grouped by
+step and error class. The live dashboard and ``python -m monitor --once --json`` show the same dict;
 ``history`` lists recent jobs (``crawlchain jobs``). Both views show a failed unit's
 params with their secrets masked (``utils.urls.redact_data``); the ledger keeps them
 as given, for the unit to run again.
@@ -16,9 +18,10 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from chains.runtime.job_control import JobControl
-from chains.runtime.ledger import RUNNING, STEP_FIELDS, TERMINAL, Failure, Ledger
+from chains.runtime.job_control import JobControl, JobStateError
+from chains.runtime.ledger import OUTCOMES, RUNNING, STEP_FIELDS, TERMINAL, Failure, Ledger
 from chains.runtime.metrics import Metrics
+from chains.runtime.report import print_report
 from utils.urls import redact_data
 
 if TYPE_CHECKING:
@@ -71,6 +74,9 @@ class Job:
             "finished_at": finished_at,
             "elapsed_s": round(end - created, 3),
             "failure_groups": failure_groups(failed),
+            "drop_reasons": self.ledger.drops(self.job_id),
+            "skip_reasons": self.ledger.skips(self.job_id),
+            "gone_units": [g.__dict__ for g in self.ledger.gone_units(self.job_id)[:failures]],
             "failures": [
                 {"unit_id": f.unit_id, "step": f.step, "reason": f.reason, "error": f.error,
                  "url": f.url, "params": redact_data(f.params), "attempts": f.attempts,
@@ -88,7 +94,7 @@ class Job:
         failed = self.ledger.failures(self.job_id)
         status = self._status(failed, failures=0)
         totals = status["totals"]
-        finished = totals["done"] + totals["failed"] + totals["skipped"]
+        finished = sum(totals[outcome] for outcome in OUTCOMES)
         known = totals["spawned"]
         now = None
         if status["state"] == RUNNING:
@@ -122,12 +128,13 @@ class Job:
 
     # -- verbs (``job_control``) ----------------------------------------------------
     def control(self) -> JobControl:
-        dispatch = self._dispatch
-        if dispatch is None:
-            from chains.runtime.session import current
-
-            dispatch = current().dispatch
-        return JobControl(self.ledger, dispatch)
+        """The verbs, through the dispatch this handle was given (a handle made only to
+        read the ledger has none)."""
+        if self._dispatch is None:
+            raise JobStateError(f"job {self.job_id}: this handle reads the ledger only; take "
+                                "it from chains.cluster.job(job_id) to pause, resume, cancel "
+                                "or retry")
+        return JobControl(self.ledger, self._dispatch)
 
     def pause(self) -> None:
         """No unit of the job starts from now on, on any worker; those in flight finish."""
@@ -148,8 +155,6 @@ class Job:
 
     def report(self, console: Console | None = None) -> None:
         """Print the overview (for a Python shell): times, counts, throughput, failures."""
-        from chains.runtime.report import print_report
-
         print_report(self.overview(), console)
 
 

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from chains.runtime.dispatch import Dispatch, Publisher
 from chains.runtime.ledger import CANCELLED, PAUSED, RUNNING, Ledger
-from chains.runtime.routes import steps_of
+from chains.runtime.model import Chain
 from chains.runtime.units import Unit, revived
 from external_interface import keys
 from utils.logs import log_job
@@ -198,7 +198,7 @@ class JobControl:
                                         else payload)
             groups.setdefault((step, depth), []).append(unit)
         if groups:
-            chain = steps_of(self.ledger.chain_of(job_id))
+            chain = Chain.model_validate(self.ledger.chain_of(job_id))
             publisher = Publisher(self.dispatch, self.ledger)
             for (step, depth), units in groups.items():
                 publisher.publish(chain, job_id, step, units, depth)

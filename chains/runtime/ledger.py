@@ -20,7 +20,10 @@ A job is ``running``, ``paused`` (its messages are parked as workers take them, 
 ``finished_with_failures`` (some failed for good) or ``cancelled`` (the units left
 were recorded as cancelled). A unit ends ``done``, ``skipped``, ``gone`` (stored by an
 earlier crawl, no longer served), ``failed`` or ``cancelled``; a failed unit keeps its
-payload so ``retry`` can run it again in the same job.
+payload so ``retry`` can run it again in the same job, and a failed or gone unit its
+record (step, URL, why). A unit a recrawl no longer reaches (its parent stopped
+linking to it) was never registered in this job: it counts as spawned and gone both,
+so each step's outcomes add up to its ``spawned``.
 
 Every key of a job carries the hash tag ``{job_id}`` (see ``keys.job``).
 """
@@ -44,8 +47,8 @@ log = logging.getLogger(__name__)
 Outcome = Literal["done", "skipped", "gone", "failed", "cancelled"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "gone", "failed", "cancelled")
 STEP_FIELDS = ("spawned", "done", "failed", "skipped", "gone", "cancelled", "retried", "items",
-               "new", "changed", "unchanged", "requests", "revived", "bans", "rotations",
-               "captcha_solves", "cookie_refreshes")
+               "new", "changed", "unchanged", "requests", "cache_hits", "revived", "bans",
+               "rotations", "captcha_solves", "cookie_refreshes", "dropped_items")
 
 RUNNING, PAUSED, CANCELLED = "running", "paused", "cancelled"
 FINISHED, FINISHED_WITH_FAILURES = "finished", "finished_with_failures"
@@ -67,7 +70,9 @@ for i = 1, #ARGV, 3 do
   end
 end
 for key, n in pairs(spawned) do redis.call('HINCRBY', KEYS[2], key, n) end
-if #payloads > 0 then redis.call('HSET', KEYS[3], unpack(payloads)) end
+for i = 1, #payloads, 1000 do  -- unpack is bounded by Lua's C stack (about 8000 values)
+  redis.call('HSET', KEYS[3], unpack(payloads, i, math.min(i + 999, #payloads)))
+end
 if #new > 0 then redis.call('HINCRBY', KEYS[2], 'pending', #new) end
 return new
 """
@@ -99,6 +104,8 @@ for i = first, #ARGV, 5 do
       if failure ~= '' then redis.call('HSET', KEYS[4], unit, failure) end
       local payload = redis.call('HGET', KEYS[7], unit)
       if payload then redis.call('HSET', KEYS[9], unit, payload) end
+    elseif failure ~= '' then
+      redis.call('HSET', KEYS[10], unit, failure)
     end
     done[#done + 1] = unit
   end
@@ -171,7 +178,8 @@ class Failure:
 
 @dataclass(frozen=True)
 class Finish:
-    """One unit's end, as ``finish_many`` records it."""
+    """One unit's end, as ``finish_many`` records it; ``failure`` is the record of a failed
+    unit, or of a gone one (its URL and why: a 404 where a page was)."""
 
     unit_id: str
     step: str
@@ -181,11 +189,31 @@ class Finish:
 
 
 @dataclass(frozen=True)
-class Carry:
+class GoneUnit:
+    """A unit an earlier crawl stored that this job found gone: its page now answers 404
+    or 410, or no page of the crawl links to it any more."""
+
+    unit_id: str
+    step: str
+    url: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Carried:
     """A message running its list on: the units it carries now, named by its first unit."""
 
     carrier: str
     units: list[str]
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What ``finish_many`` did: how many units it finished first, and the job's state
+    when that call finished the job's last unit (None otherwise)."""
+
+    count: int
+    ended: str | None = None
 
 
 @dataclass(frozen=True)
@@ -319,12 +347,14 @@ class Ledger:
     def finish(self, job_id: str, unit_id: str, step: str, outcome: Outcome, items: int = 0,
                failure: Failure | None = None) -> bool:
         """Mark the unit finished; True if this call did it, False if it was already."""
-        return self.finish_many(job_id, [Finish(unit_id, step, outcome, items, failure)]) == 1
+        return self.finish_many(job_id, [Finish(unit_id, step, outcome, items, failure)]
+                                ).count == 1
 
     def finish_many(self, job_id: str, units: list[Finish],
                     counts: Mapping[str, int] | None = None,
-                    carry: Carry | None = None) -> int:
-        """Finish several units in one atomic call; returns how many were not finished yet.
+                    carry: Carried | None = None) -> Finished:
+        """Finish several units in one atomic call: how many were not finished yet, and the
+        job's end when this call finished it.
 
         ``counts`` (``step:field`` -> n: requests, retried, ...) are added in the same
         call, so a job never reads finished before its batch's statistics are in.
@@ -333,7 +363,7 @@ class Ledger:
         """
         added = {name: n for name, n in (counts or {}).items() if n}
         if not units and not added and carry is None:
-            return 0
+            return Finished(0)
         carrier, carried = ("", "") if carry is None else (
             carry.carrier, json.dumps(carry.units) if carry.units else "")
         argv: list[Any] = [time.time(), len(added), carrier, carried,
@@ -344,14 +374,14 @@ class Ledger:
         result, ended = self._finish(
             keys=[keys.job(job_id, p) for p in
                   ("units", "finished", "counts", "failed", "meta", "deliveries", "open",
-                   "carry", "retryable")],
+                   "carry", "retryable", "gone")],
             args=argv,
         )
         if int(result) < 0:
             raise UnknownUnit(f"job {job_id}: a unit of {units[0].step} was never registered")
         if ended:  # this call finished the job's last unit: the one "job ... finished" line
             log_job(log, _text(ended), job_id)
-        return int(result)
+        return Finished(int(result), _text(ended) if ended else None)
 
     @staticmethod
     def step_counts(step: str, fields: Mapping[str, int]) -> dict[str, int]:
@@ -407,36 +437,83 @@ class Ledger:
             if ":" in name:
                 step, field = name.rsplit(":", 1)
                 steps.setdefault(step, dict.fromkeys(STEP_FIELDS, 0))[field] = int(raw_value)
-        for step, n in self.gone(job_id).items():
-            steps.setdefault(step, dict.fromkeys(STEP_FIELDS, 0))["gone"] += n
+        for step, n in self.gone(job_id).items():  # reached before, not now: in both
+            counted = steps.setdefault(step, dict.fromkeys(STEP_FIELDS, 0))
+            counted["gone"] += n
+            counted["spawned"] += n
         return steps
 
-    def drop(self, job_id: str, units: Mapping[str, str]) -> None:
+    def drop(self, job_id: str, units: Mapping[str, tuple[str, str]]) -> None:
         """Record units an earlier crawl reached and this job's crawl no longer does (a
-        refetched parent stopped listing them, and their own descendants), ``id -> step``:
-        each one this job does not register after all counts as ``gone``."""
+        refetched parent stopped listing them, and their own descendants), ``id -> (step,
+        url)``: each one this job does not register after all counts as ``gone``."""
         if units:
-            self.redis.hset(keys.job(job_id, "dropped"), mapping=dict(units.items()))
+            self.redis.hset(keys.job(job_id, "dropped"), mapping={
+                u: json.dumps([step, url]) for u, (step, url) in units.items()})
 
-    def gone(self, job_id: str) -> dict[str, int]:
-        """Per step, the dropped units this job did not register (final once it ends)."""
-        dropped = {_text(k): _text(v)
+    def _dropped(self, job_id: str) -> dict[str, tuple[str, str]]:
+        """The dropped units this job did not register (final once it ends): id -> (step,
+        url)."""
+        dropped = {_text(k): json.loads(v)
                    for k, v in self.redis.hgetall(keys.job(job_id, "dropped")).items()}
         if not dropped:
             return {}
         ids = list(dropped)
         reached = self.redis.hmget(keys.job(job_id, "units"), ids)
+        return {u: (dropped[u][0], dropped[u][1])
+                for u, step in zip(ids, reached, strict=True) if step is None}
+
+    def gone(self, job_id: str) -> dict[str, int]:
+        """Per step, the dropped units this job did not register (final once it ends)."""
         out: dict[str, int] = {}
-        for unit_id, step in zip(ids, reached, strict=True):
-            if step is None:
-                out[dropped[unit_id]] = out.get(dropped[unit_id], 0) + 1
+        for step, _ in self._dropped(job_id).values():
+            out[step] = out.get(step, 0) + 1
         return out
+
+    def gone_units(self, job_id: str) -> list[GoneUnit]:
+        """Every gone unit with its URL and why: those whose page answered 404 or 410,
+        then those no page links to any more."""
+        found = [GoneUnit(f.unit_id, f.step, f.url, f.reason)
+                 for f in self._records(job_id, "gone")]
+        found += [GoneUnit(u, step, url, "no longer linked from the pages that led to it")
+                  for u, (step, url) in sorted(self._dropped(job_id).items())]
+        return found
+
+    def count_drops(self, job_id: str, reasons: Mapping[str, int]) -> None:
+        """Count items the pipelines dropped, by reason (``DropItem``)."""
+        self._tally(job_id, "drops", reasons)
+
+    def drops(self, job_id: str) -> dict[str, int]:
+        """Items the pipelines dropped, by reason."""
+        return self._tallied(job_id, "drops")
+
+    def count_skips(self, job_id: str, reasons: Mapping[str, int]) -> None:
+        """Count skipped units by reason (fresh, robots, offsite, a content type)."""
+        self._tally(job_id, "skips", reasons)
+
+    def skips(self, job_id: str) -> dict[str, int]:
+        """Skipped units by reason."""
+        return self._tallied(job_id, "skips")
+
+    def _tally(self, job_id: str, part: str, reasons: Mapping[str, int]) -> None:
+        if reasons:
+            pipe = self.redis.pipeline(transaction=False)
+            for reason, n in reasons.items():
+                pipe.hincrby(keys.job(job_id, part), reason, n)
+            pipe.execute()
+
+    def _tallied(self, job_id: str, part: str) -> dict[str, int]:
+        raw = self.redis.hgetall(keys.job(job_id, part))
+        return {_text(k): int(v) for k, v in sorted(raw.items())}
 
     def pending(self, job_id: str) -> int:
         return int(self.redis.hget(keys.job(job_id, "counts"), "pending") or 0)
 
     def failures(self, job_id: str) -> list[Failure]:
-        raw = self.redis.hgetall(keys.job(job_id, "failed"))
+        return self._records(job_id, "failed")
+
+    def _records(self, job_id: str, part: str) -> list[Failure]:
+        raw = self.redis.hgetall(keys.job(job_id, part))
         return sorted((Failure(**json.loads(v)) for v in raw.values()), key=lambda f: f.failed_at)
 
 

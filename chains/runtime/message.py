@@ -28,18 +28,20 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from chains.runtime import registry
-from chains.runtime.dispatch import Held, Publisher
-from chains.runtime.ledger import PAUSED, RUNNING, Carry, Ledger
+from chains.runtime.checks import resolve
+from chains.runtime.dispatch import Outbox, Publisher
+from chains.runtime.ledger import PAUSED, RUNNING, Carried, Ledger
 from chains.runtime.model import Chain
+from chains.runtime.pipeline.batch import Batch, UnitRun
 from chains.runtime.pipeline.close import Retry, close
 from chains.runtime.pipeline.fetch import fetch
 from chains.runtime.pipeline.parse import parse
-from chains.runtime.pipeline.prepare import Batch, UnitRun, prepare
+from chains.runtime.pipeline.prepare import prepare
 from chains.runtime.pipeline.save import save
 from chains.runtime.pipeline.spawn import spawn
 from chains.runtime.site import Site
 from chains.runtime.units import Envelope, Unit, revived
-from external_interface.providers.declare import Gear
+from external_interface.providers.declare import StepResources
 
 if TYPE_CHECKING:
     from chains.runtime.context import Runtime
@@ -76,7 +78,10 @@ class Launched:
 
 @lru_cache(maxsize=256)
 def _launched(ledger: Ledger, job_id: str) -> Launched:
-    return Launched(Chain.model_validate(ledger.chain_of(job_id)), ledger.settings_of(job_id))
+    """A launch stores its chain resolved; a job created another way (by hand, by a tool)
+    has its links' defaults filled in here, once per process."""
+    chain = resolve(Chain.model_validate(ledger.chain_of(job_id)), registry.steps())
+    return Launched(chain, ledger.settings_of(job_id))
 
 
 def launched(rt: Runtime, job_id: str) -> Launched:
@@ -98,9 +103,10 @@ def run_message(rt: Runtime, task: str, envelope: Envelope, units: list[Unit],
         if not units:
             return Outcome(Counter(ignored=len(begun.units)))
         begun = rt.ledger.begin(job_id, [u["id"] for u in units])
-    run_on = RunOn.of(chain, envelope["step"], retries, rt.settings.task.soft_time_limit_s)
-    carrying = bool(run_on.pages_left) and begun.state == RUNNING
-    outcome, held = Outcome(), Held()
+    page_budget = PageBudget.of(chain, envelope["step"], retries,
+                                rt.settings.task.soft_time_limit_s)
+    carrying = bool(page_budget.pages_left) and begun.state == RUNNING
+    outcome, outbox, own = Outcome(), Outbox(), units
     while begun.state == RUNNING:
         runs = [UnitRun(u, starts, first)
                 for u, (finished, starts, first) in zip(units, begun.units, strict=True)
@@ -109,40 +115,41 @@ def run_message(rt: Runtime, task: str, envelope: Envelope, units: list[Unit],
             outcome.counts.update(isolate(rt, chain, envelope, runs))
             break
         batch = batch_of(rt, task, envelope, chain, retries)
-        held = Held(waiting=held.waiting)
-        runs = run_phases(batch, runs, held, run_on.allows())
+        outbox = Outbox(waiting=outbox.waiting)
         try:
-            closed = close(batch, runs, Carry(carrier, held.ids()) if carrying else None)
-        except BaseException:  # the state plane is away: its list goes on in the queue
-            let_go(rt, chain, envelope, held)
+            runs = run_phases(batch, runs, outbox, page_budget.allows())
+            closed = close(batch, runs, Carried(carrier, outbox.ids()) if carrying else None)
+        except BaseException:  # what this message holds goes on in the queue
+            hand_back(rt, chain, envelope, outbox, [] if units is own else units)
             raise
         outcome.counts.update(closed.counts)
         if closed.retry is not None:
-            let_go(rt, chain, envelope, held)
+            flush_outbox(rt, chain, envelope, outbox)
             outcome.retry = closed.retry
             break
-        if not held.pages:
+        if not outbox.pages:
             break
-        run_on.pages_left -= 1
-        units = held.pages
+        page_budget.pages_left -= 1
+        units = outbox.pages
         begun = rt.ledger.begin(job_id, [u["id"] for u in units])
-    if begun.state != RUNNING and held.waiting:  # paused or cancelled between two pages:
-        let_go(rt, chain, envelope, Held(waiting=held.waiting))  # the page is parked
+    if begun.state != RUNNING and outbox.waiting:  # paused or cancelled between two pages:
+        flush_outbox(rt, chain, envelope, Outbox(waiting=outbox.waiting))  # the page is parked
     return outcome
 
 
-def run_phases(batch: Batch, runs: list[UnitRun], held: Held, run_on: bool) -> list[UnitRun]:
+def run_phases(batch: Batch, runs: list[UnitRun], outbox: Outbox,
+               run_on: bool) -> list[UnitRun]:
     """Every phase up to the close. An interrupt (the soft time limit) stops them where
     they are: what finished stays finished, the rest is retried, the list let go."""
     try:
         runs = prepare(batch, runs)
         runs = parse(batch, fetch(batch, runs))
         runs = save(batch, runs)
-        return spawn(batch, runs, held, run_on)
+        return spawn(batch, runs, outbox, run_on)
     except batch.rt.interrupts:
         log.warning("soft time limit: %d units of %s go back to the queue",
                     sum(r.live for r in runs), batch.step.name)
-        let_go(batch.rt, batch.chain, batch.envelope, held)
+        flush_outbox(batch.rt, batch.chain, batch.envelope, outbox)
         return runs
 
 
@@ -153,16 +160,16 @@ def batch_of(rt: Runtime, task: str, envelope: Envelope, chain: Chain,
     site = registry.site(spec.site)
     settings = launched(rt, envelope["job"]).site_settings(site)
     disabled = rt.settings.resources.disabled_sites
-    return Batch(rt, envelope, chain, spec, site, settings, gear_of(site, task, disabled),
-                 retries)
+    return Batch(rt, envelope, chain, spec, site, settings,
+                 resources_of(site, task, disabled), retries)
 
 
-def gear_of(site: Site, task: str, disabled: list[str]) -> Gear | None:
+def resources_of(site: Site, task: str, disabled: list[str]) -> StepResources | None:
     """What a task's requests go through, or None (then they are fetched as built)."""
     declared = None if site.name in disabled else site.providers
     uses = declared.uses_for(task) if declared is not None else None
-    return Gear(site.name, declared, uses) if declared is not None and uses is not None \
-        else None
+    return StepResources(site.name, declared, uses) \
+        if declared is not None and uses is not None else None
 
 
 def isolate(rt: Runtime, chain: Chain, envelope: Envelope,
@@ -177,6 +184,22 @@ def isolate(rt: Runtime, chain: Chain, envelope: Envelope,
         publisher.publish(chain, envelope["job"], envelope["step"], [r.unit],
                           envelope["depth"])
     return {"isolated": len(runs)}
+
+
+def hand_back(rt: Runtime, chain: Chain, envelope: Envelope, outbox: Outbox,
+              running: list[Unit]) -> None:
+    """The message is ending in an error: publish what it held back, and the units of a
+    page it was running on its own (``running``; the message's own units are the task
+    adapter's to requeue). When that fails too (the state plane is away), the error
+    that ended the message is the one raised, and the ledger's record of what the
+    message carries, read when it comes back, or the reviver, takes over."""
+    try:
+        flush_outbox(rt, chain, envelope, outbox)
+        if running:
+            requeue_unfinished(rt, envelope, running)
+    except Exception as exc:
+        log.warning("could not hand back what a failing message of %s held (%s)",
+                    envelope["step"], exc)
 
 
 def requeue_unfinished(rt: Runtime, envelope: Envelope, units: list[Unit]) -> int:
@@ -194,7 +217,7 @@ def requeue_unfinished(rt: Runtime, envelope: Envelope, units: list[Unit]) -> in
 
 # -- a list run on in one message ---------------------------------------------------
 @dataclass
-class RunOn:
+class PageBudget:
     """How far a message may still run its list on itself: not from a retry (its count
     of retries is not the next page's), and not past a quarter of the soft time limit,
     so that the page in hand ends well before it."""
@@ -203,7 +226,7 @@ class RunOn:
     until: float
 
     @classmethod
-    def of(cls, chain: Chain, step: str, retries: int | None, soft_limit_s: float) -> RunOn:
+    def of(cls, chain: Chain, step: str, retries: int | None, soft_limit_s: float) -> PageBudget:
         pages = chain.steps[step].inline_next if not retries else 0
         return cls(pages, time.monotonic() + soft_limit_s / 4)
 
@@ -211,35 +234,35 @@ class RunOn:
         return self.pages_left > 0 and time.monotonic() < self.until
 
 
-def let_go(rt: Runtime, chain: Chain, envelope: Envelope, held: Held) -> None:
-    """Publish whatever the message held back: it will not run its list on."""
+def flush_outbox(rt: Runtime, chain: Chain, envelope: Envelope, outbox: Outbox) -> None:
+    """Publish whatever the message outbox back: it will not run its list on."""
     publisher = Publisher(rt.dispatch, rt.ledger)
-    publisher.flush(chain, envelope["job"], held)
-    if held.pages:
-        publisher.publish(chain, envelope["job"], envelope["step"], held.pages,
+    publisher.flush(chain, envelope["job"], outbox)
+    if outbox.pages:
+        publisher.publish(chain, envelope["job"], envelope["step"], outbox.pages,
                           envelope["depth"])
-        held.pages = []
+        outbox.pages = []
 
 
 def resume(rt: Runtime, chain: Chain, envelope: Envelope,
            carrier: str) -> tuple[Envelope, list[Unit]]:
     """A message came back whose units are all finished: if it was running its list on
-    (its worker died), what it held that is still open goes on: its next pages in this
+    (its worker died), what it outbox that is still open goes on: its next pages in this
     message (returned), the children that waited for a full message to the queue."""
     job_id = envelope["job"]
     carried = rt.ledger.carried(job_id, carrier).get(carrier, [])
     found = [revived(p) for p in rt.ledger.open_payloads(job_id, carried).values()]
     if not found:
         return envelope, []
-    log.warning("message of %s came back: going on with the %d units it held",
+    log.warning("message of %s came back: going on with the %d units it outbox",
                 envelope["step"], len(found))
-    held, depth = Held(), envelope["depth"]
+    outbox, depth = Outbox(), envelope["depth"]
     for step, at, unit in found:
         if step == envelope["step"] and unit.get("page", 0) > 0:
-            held.pages.append(unit)
+            outbox.pages.append(unit)
             depth = at
         else:
-            held.waiting.setdefault((step, at), []).append(unit)
-    Publisher(rt.dispatch, rt.ledger).flush(chain, job_id, held)
-    return {"job": job_id, "step": envelope["step"], "depth": depth}, held.pages
+            outbox.waiting.setdefault((step, at), []).append(unit)
+    Publisher(rt.dispatch, rt.ledger).flush(chain, job_id, outbox)
+    return {"job": job_id, "step": envelope["step"], "depth": depth}, outbox.pages
 

@@ -52,6 +52,7 @@ SEP = "|"
 PACE_BUCKET_S = 5  # resolution of a job's "throughput now"
 PACE_KEEP_BUCKETS = 120  # ten minutes of buckets are kept; older ones are pruned on write
 PACE_TTL_S = 86_400  # a job idle this long forgets its pace entirely
+LIFE_BUCKET_S = 60  # resolution of a job's throughput over its whole life (never pruned)
 
 _SAFE_LABEL = re.compile(r"[^A-Za-z0-9_.]")
 
@@ -212,6 +213,17 @@ class Metrics:
         span = max(now - max(first * PACE_BUCKET_S, since or 0.0), 1e-3)
         return sum(int(c) for c in counts if c is not None) / span
 
+    def life(self, job_id: str, start: float, end: float) -> tuple[int, list[tuple[int, int]]]:
+        """Units the job finished per bucket from ``start`` to ``end`` (epoch seconds, its
+        life), as (bucket width, [(bucket start, count)]) with every bucket listed, zeros
+        too: the 5-second buckets while the life fits in the ones kept, else the minutes."""
+        fine = end - start <= PACE_BUCKET_S * PACE_KEEP_BUCKETS
+        width, key = ((PACE_BUCKET_S, keys.job_pace(job_id)) if fine
+                      else (LIFE_BUCKET_S, keys.job_life(job_id)))
+        counts = {int(_text(b)): int(n) for b, n in self.redis.hgetall(key).items()}
+        first, last = int(start // width), int(end // width)
+        return width, [(b * width, counts.get(b, 0)) for b in range(first, last + 1)]
+
 
 def _pace(pipe: Any, job_id: str, n: int, now: float) -> None:
     """Count ``n`` finishes in the current bucket; prune a minute of buckets past the kept
@@ -222,12 +234,18 @@ def _pace(pipe: Any, job_id: str, n: int, now: float) -> None:
     old = bucket - PACE_KEEP_BUCKETS
     pipe.hdel(key, *(str(b) for b in range(old - 12, old)))
     pipe.expire(key, PACE_TTL_S)
+    life = keys.job_life(job_id)
+    pipe.hincrby(life, str(int(now // LIFE_BUCKET_S)), n)
+    pipe.expire(life, PACE_TTL_S)
 
 
 def _split(raw_field: Any) -> tuple[str, str]:
-    text = raw_field.decode() if isinstance(raw_field, bytes) else str(raw_field)
-    task, _, label = text.partition(SEP)
+    task, _, label = _text(raw_field).partition(SEP)
     return task, label
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
 def task_labels(task_name: str) -> dict[str, str]:

@@ -11,13 +11,10 @@ the tasks launch on demand.
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-
-from chains.runtime.model import chain_modules
+from pydantic import BaseModel, ConfigDict, Field
 
 LAUNCH_TASK = "crawlchain.launch_chain"
 
@@ -34,14 +31,6 @@ class Schedule(BaseModel):
     when_low: str | None = Field(
         None, pattern=r"^(cookie|device):[\w-]+$",
         description="Launch only when this pool (kind:site) has too few members ready.")
-
-
-def declared_schedules() -> list[Schedule]:
-    """``CHAIN_SCHEDULES`` when set, else every ``SCHEDULES`` list under ``chains/``."""
-    raw = os.environ.get("CHAIN_SCHEDULES")
-    if raw:
-        return TypeAdapter(list[Schedule]).validate_json(raw)
-    return [s for module in chain_modules() for s in getattr(module, "SCHEDULES", [])]
 
 
 def beat_schedule(schedules: list[Schedule]) -> dict[str, dict[str, Any]]:

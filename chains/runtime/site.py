@@ -1,5 +1,5 @@
-"""What a site declares once, beside its steps: settings, politeness, headers, robots, providers,
-hooks.
+"""What a site declares once, beside its steps: settings, politeness, headers, robots,
+providers, and its pipelines, middlewares and observers (``extensions``).
 
     class Settings(SiteSettings):
         base_url: str = "http://127.0.0.1:8765/forum"
@@ -17,101 +17,31 @@ throttle, shared by the cluster (a declared one is its hard ceiling).
 
 ``SITE`` may sit in any module of the site's package (the registry finds it); a site
 that declares none gets ``Site(name)``: no politeness of its own, no providers, no
-hooks. Settings are the site's knobs, like Scrapy's ``custom_settings``, but per
-launch, not per process: ``chain.launch(base_url=...)`` (or the environment,
-``FORUM_BASE_URL``, read by the launcher) fixes them for the job, and every unit of
-the job sees the same values on every worker. Secrets (passwords, keys) do not belong
-here: they would travel with the job; a site reads those from its workers'
-environment.
+pipelines, middlewares or observers but the cluster's. Settings are the site's knobs,
+like Scrapy's ``custom_settings``, but per launch, not per process:
+``launch(chain, base_url=...)`` (or the environment, ``FORUM_BASE_URL``, read by the
+launcher) fixes them for the job, and every unit of the job sees the same values on
+every worker. Secrets (passwords, keys) do not belong here: they would travel with the
+job; a site reads those from its workers' environment.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import Enum
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel
 
+from chains.runtime.extensions import ItemPipeline, Middleware, Observer
+from chains.runtime.site_settings import SiteSettings
 from config import HeaderSettings, Politeness, SiteHeaders, cluster_env_file
+from exceptions import UserError
+from external_interface.clients import DEFAULT_CLIENT, OWN_IDENTITY, known_client
 
 if TYPE_CHECKING:
-    from external_interface.http import Request, Response
+    from external_interface.http import Request
     from external_interface.providers.declare import SiteProviders
-    from external_interface.storage import Item
-
-
-class SiteSettings(BaseSettings):
-    """A site's knobs; subclass it with fields and defaults. ``base_url`` is where the
-    site lives: URL templates read it as ``{base_url}``."""
-
-    model_config = SettingsConfigDict(extra="ignore")
-
-    base_url: str = ""
-    http_cache: bool = False  # the job's fetches go through the development cache
-
-    @field_validator("base_url")
-    @classmethod
-    def _no_trailing_slash(cls, value: str) -> str:
-        """``{base_url}/path`` reads right whether the URL was given with a slash or not."""
-        return value.rstrip("/")
-
-
-class Signal(Enum):
-    """What a hook tells the pipeline to do with the unit next."""
-
-    CONTINUE = "continue"
-    SKIP = "skip"  # end the unit as skipped, with the hook's name as the reason
-    RETRY = "retry"  # a transient failure: retried with backoff
-    ABORT = "abort"  # fail the unit for good
-
-
-@dataclass(frozen=True)
-class UnitContext:
-    """What a hook sees of the unit at hand."""
-
-    job_id: str
-    step: str  # the chain's name for the step
-    task: str  # the step's full name, ``site.platform.step``
-    unit_id: str
-    params: BaseModel
-    depth: int
-    settings: SiteSettings
-
-
-class Hooks:
-    """A site's lifecycle hooks, every one a no-op that says ``CONTINUE``.
-
-    Subclass and override what you need; declare an instance on the ``Site``. Hooks
-    run in the worker, ``before_request`` in the threads that fetch; they must be
-    thread-safe and quick.
-
-        class ForumHooks(Hooks):
-            def before_request(self, unit, request):
-                return Signal.SKIP if "/archive/" in request.url else Signal.CONTINUE
-    """
-
-    def before_request(self, unit: UnitContext, request: Request) -> Signal:
-        """Before the fetch, after the providers dressed the request. SKIP ends the unit
-        unfetched; RETRY retries it with backoff; ABORT fails it."""
-        return Signal.CONTINUE
-
-    def after_request(self, unit: UnitContext, response: Response) -> Signal:
-        """After a response the status check accepted, before parsing. A page that
-        looks like a soft block can be RETRY'd here."""
-        return Signal.CONTINUE
-
-    def before_save(self, unit: UnitContext, items: list[Item]) -> Signal:
-        """After parsing, before the items are stored. SKIP stores nothing and spawns
-        nothing; the unit ends skipped."""
-        return Signal.CONTINUE
-
-    def after_save(self, unit: UnitContext, items: list[Item]) -> Signal:
-        """After the items are durable. SKIP is moot here (nothing is undone); RETRY
-        and ABORT still act (the items stay stored: upserts make that harmless)."""
-        return Signal.CONTINUE
 
 
 @dataclass(frozen=True)
@@ -124,6 +54,11 @@ class Site:
     ``robots``: obey robots.txt (``ROBOTS_OBEY=false`` turns it off everywhere).
     ``politeness_per``: one politeness bucket and throttle for the whole site, or one
     per host its requests go to (a generic crawl spanning many hosts).
+    ``pipelines``, ``middlewares``, ``observers``: the site's own, after the cluster's
+    (``chains.runtime.extensions``).
+    ``client``: the fetch client of its steps (``external_interface.clients``): ``http``,
+    or ``impersonate`` for a site that refuses a Python client's TLS; a step may name its
+    own, and a launch may set ``client`` for the job.
     """
 
     name: str
@@ -131,10 +66,29 @@ class Site:
     base_url: str = ""  # the default of ``settings.base_url`` when it declares none
     politeness: Politeness | None = None
     providers: SiteProviders | None = None
-    hooks: Hooks = field(default_factory=Hooks)
     headers: SiteHeaders | None = None
     robots: bool = True
     politeness_per: Literal["site", "host"] = "site"
+    pipelines: tuple[ItemPipeline, ...] = ()
+    middlewares: tuple[Middleware, ...] = ()
+    observers: tuple[Observer, ...] = ()
+    client: str = DEFAULT_CLIENT
+
+    def __post_init__(self) -> None:
+        known_client(self.client, f"site {self.name!r}")
+        for name, kind in (("pipelines", ItemPipeline), ("middlewares", Middleware),
+                           ("observers", Observer)):
+            given = getattr(self, name)
+            object.__setattr__(self, name, tuple(given))
+            wrong = [type(x).__name__ for x in given if not isinstance(x, kind)]
+            if wrong:
+                raise TypeError(f"site {self.name!r}: {name} holds {', '.join(wrong)}, not "
+                                f"{kind.__name__} instances (subclass {kind.__name__})")
+
+    def client_for(self, step_client: str | None, settings: BaseModel) -> str:
+        """The client a step's requests go through: the step's own, else the job's
+        ``client`` setting, else the site's."""
+        return step_client or getattr(settings, "client", "") or self.client
 
     def read_settings(self, env_file: Path | None = None, **overrides: Any) -> SiteSettings:
         """The settings a launch fixes: ``overrides``, then ``<NAME>_<FIELD>`` from the
@@ -142,26 +96,33 @@ class Site:
         ``CRAWLCHAIN_ENV_FILE`` names), then the defaults."""
         unknown = sorted(set(overrides) - set(self.settings.model_fields))
         if unknown:
-            raise ValueError(f"site {self.name!r} has no setting {', '.join(unknown)} "
-                             f"(settings: {', '.join(self.settings.model_fields)})")
+            from utils.names import did_you_mean, listed  # the error's path only
+
+            known = self.settings.model_fields
+            raise UserError(f"site {self.name!r} has no setting {unknown[0]}"
+                            f"{did_you_mean(unknown[0], known)} (settings: {listed(known)})",
+                            f"settings.{unknown[0]}")
         read = self.settings(_env_prefix=f"{self.name.upper()}_",
                              _env_file=env_file or cluster_env_file(), **overrides)
         if not read.base_url and self.base_url:
             return read.model_copy(update={"base_url": self.base_url.rstrip("/")})
         return read
 
-    def dress(self, request: Request, cluster: HeaderSettings, key: str) -> Request:
+    def with_default_headers(self, request: Request, cluster: HeaderSettings, key: str,
+                             client: str = DEFAULT_CLIENT) -> Request:
         """``request`` under the site's default browser headers (its own headers win;
         providers go over both). ``key`` (a unit id) picks the browser, so a unit keeps
-        one identity across retries and workers."""
+        one identity across retries and workers. A ``client`` that sends its own
+        browser's identity (``impersonate``) gets the site's fixed headers only."""
         from external_interface.user_agent.headers import headers_for  # not for a parser
 
-        headers = headers_for(*cluster.resolved(self.name, self.headers), key)  # a new dict
+        family, own = cluster.resolved(self.name, self.headers)
+        headers = headers_for(family, own, key, browser=client not in OWN_IDENTITY)
         if request.headers:
-            own = {name.lower() for name in request.headers}
-            headers = {k: v for k, v in headers.items() if k.lower() not in own} | \
+            given = {name.lower() for name in request.headers}
+            headers = {k: v for k, v in headers.items() if k.lower() not in given} | \
                 request.headers
-        return request.but(headers=headers)
+        return request.replace(headers=headers)
 
     def stored_settings(self, stored: dict[str, Any]) -> SiteSettings:
         """The settings a launch stored with its job, as every unit of the job sees them."""

@@ -1,23 +1,28 @@
-"""A site step is one decorated parse function: ``@step(name, url=...)``.
+"""A site step is one decorated parse function: ``@step(url=...)``.
 
     class ThreadPage(BaseModel):
         url: str
 
-    @step("forum.web.thread", url="{url}")
+    @step(url="{url}", follows="authors")
     def thread(page: ThreadPage, response: Response) -> Parsed[Post]:
-        return Parsed(items=[...], follow={"authors": [...]},
-                      next_page=response.follow(response.css("a[rel=next]::attr(href)").get()))
+        return Parsed(items=[...], follow=[response.follow(href) for href in ...],
+                      next_page=response.next_link())
 
-The name (``site.platform.step``) is written once; the input model is the parse
-function's first parameter's annotation; the request is a URL template filled from
-the site's settings and the input's fields (``query`` names the input fields sent as
-the query string, left out when empty), or a function ``(params, settings) ->
-Request`` when it needs more. A parse function that needs the job's site settings or
-the unit's depth (a generic crawl's link filters) takes the ``UnitContext`` as a third
-parameter. The worker registers one Celery task per step under
-its name (``worker.py``); the site writes no Celery code, and the step keeps every
-guarantee of the runtime: typed input and output, retries by error class, the
-deadline, the site's hooks.
+The step's full name is ``site.platform.step``: the site is its package under
+``sites/``, the platform the module below it (``sites/demo/h5.py``: ``h5``) or
+``platform=`` (``web`` by default), the step its function's name; a step declared
+elsewhere, or named apart from its function, passes the name (``@step("demo.h5.login",
+...)``). The input model is the parse function's first parameter's annotation; the
+request is a URL template filled from the site's settings and the input's fields
+(``query`` names the input fields sent as the query string, left out when empty), or a
+function ``(params, settings) -> Request`` when it needs more. ``follows`` names the
+follow list its parse fills, once: the parse passes it as a plain list (a step with
+several lists passes a dict by name). A parse function that needs the job's site
+settings or the unit's depth (a generic crawl's link filters) takes the ``UnitContext``
+as a third parameter. The worker registers one Celery task per step under its name;
+the site writes no Celery code, and the step keeps every guarantee of the runtime:
+typed input and output, retries by error class, the deadline, the site's middlewares
+and pipelines.
 
 Calling the step runs its parse function: a parser test is ``thread(page, response)``
 (or ``page_step(page, response, unit)`` for one that takes the unit).
@@ -27,14 +32,25 @@ from __future__ import annotations
 
 import string
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Generic, TypeVar, Union, cast, get_args, get_origin, get_type_hints
+from typing import (
+    Any,
+    Generic,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 from pydantic import BaseModel, ValidationError
 
-from chains.runtime.site import UnitContext
+from chains.runtime.extensions import UnitContext
 from exceptions import CrawlError, InvalidParams, ParseError
+from external_interface.clients import known_client
 from external_interface.http import PAGE_TYPES, Request, Response
 from external_interface.storage import Item
 
@@ -45,32 +61,51 @@ ParseFn = Union[Callable[[In, Response], "Parsed[ItemT]"],  # noqa: UP007 - a ge
 
 
 
-class Page(BaseModel):
+class Input(BaseModel):
+    """A step's input: the params of its units (a pydantic model), validated before the
+    fetch, its fields the URL template's. Subclass it: ``class UserRef(Input): user_id: int``."""
+
+
+class Page(Input):
     """The input of a step that fetches the URL it is given (its default ``url="{url}"``):
     a record from ``response.follow(href)`` maps onto it."""
 
     url: str = ""
 
 
-@dataclass
+UNNAMED = ""  # the name of a plain follow list until its step names it (``SiteStep``)
+Records = Sequence[dict[str, Any] | None]  # a follow list: ``response.follow`` records
+
+
+@dataclass(init=False)
 class Parsed(Generic[ItemT]):
     """What a parse returns: items to store, records to fan out from, the next page.
 
-    ``follow`` names lists of records (``response.follow(href)`` makes one) that the
-    chain's links turn into units of other steps; items are fan-out sources too, by
-    their collection. ``next_page`` is the next unit of this same step (its params).
+    ``follow`` holds records (``response.follow(href)`` makes one) that the chain's links
+    turn into units of other steps: a plain list is the step's one follow list (its
+    ``follows=``), a dict names the lists of a step that fills several. Items are fan-out
+    sources too, by their collection. ``next_page`` is the next unit of this same step
+    (its params).
     """
 
     items: list[ItemT] = field(default_factory=list)
     follow: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     next_page: BaseModel | Mapping[str, Any] | None = None
 
+    def __init__(self, items: Iterable[ItemT] = (),
+                 follow: Mapping[str, Records] | Records | None = None,
+                 next_page: BaseModel | Mapping[str, Any] | None = None) -> None:
+        self.items = list(items)
+        named = follow if isinstance(follow, Mapping) else {} if follow is None else {
+            UNNAMED: follow}
+        self.follow = {name: [r for r in records if r is not None]  # an unfetchable link
+                       for name, records in named.items()}
+        self.next_page = next_page
+
     def records(self, wanted: set[str] | None = None) -> dict[str, list[dict[str, Any]]]:
         """Fan-out sources by name: item collections and follow lists; only the ``wanted``
         names when given (a leaf step's items are not dumped for nothing)."""
-        out: dict[str, list[dict[str, Any]]] = {
-            k: [r for r in v if r is not None] for k, v in self.follow.items()
-            if wanted is None or k in wanted}
+        out = {k: v for k, v in self.follow.items() if wanted is None or k in wanted}
         for item in self.items:
             if wanted is None or item.collection in wanted:
                 out.setdefault(item.collection, []).append(item.model_dump(mode="json"))
@@ -98,6 +133,7 @@ class SiteStep(Generic[In, ItemT]):
     follows: tuple[str, ...] = ()  # the follow lists its parse may fill
     statuses: tuple[int, ...] = ()  # statuses besides 2xx its parse reads as a page
     takes_unit: bool = False  # its parse function takes the UnitContext third
+    client: str | None = None  # its fetch client (None: the job's, else the site's)
 
     def records(self) -> set[str]:
         """The names a chain's links may read from this step: collections, follow lists."""
@@ -105,8 +141,19 @@ class SiteStep(Generic[In, ItemT]):
 
     def __call__(self, params: In, response: Response,
                  unit: UnitContext | None = None) -> Parsed[ItemT]:
-        """The parse function itself: what a parser test calls."""
-        return self.parse_fn(*self._args(params, response, unit))
+        """The parse function itself, its plain follow list named: what a parser test
+        calls."""
+        return self.named(self.parse_fn(*self._args(params, response, unit)))
+
+    def named(self, parsed: Parsed[ItemT]) -> Parsed[ItemT]:
+        """``parsed`` with its plain follow list under the step's one ``follows`` name."""
+        if isinstance(parsed, Parsed) and UNNAMED in parsed.follow:
+            if len(self.follows) != 1:
+                raise ParseError(f"{self.name}: parse passed a plain follow list, but the "
+                                 f"step declares {len(self.follows)} (follows="
+                                 f"{self.follows}): pass a dict by name")
+            parsed.follow[self.follows[0]] = parsed.follow.pop(UNNAMED)
+        return parsed
 
     def _args(self, params: In, response: Response, unit: UnitContext | None
               ) -> tuple[Any, ...]:
@@ -120,6 +167,11 @@ class SiteStep(Generic[In, ItemT]):
     @property
     def site(self) -> str:
         return self.name.split(".", 1)[0]
+
+    @property
+    def key(self) -> str:
+        """The name a chain gives this step: its parse function's name."""
+        return self.parse_fn.__name__
 
     def params(self, raw: Mapping[str, Any]) -> In:
         """Params checked against the step's Input; the error names every bad field."""
@@ -148,10 +200,11 @@ class SiteStep(Generic[In, ItemT]):
               unit: UnitContext | None = None) -> Parsed[ItemT]:
         """Run the parse function; a bug in it fails the unit for good, naming it."""
         parsed = site_code(self.parse_fn, *self._args(params, response, unit),
-                           interrupts=interrupts)
+                           passing=interrupts)
         if not isinstance(parsed, Parsed):
             raise ParseError(f"{self.name}: parse returned {type(parsed).__name__}, "
                              "not Parsed", url=response.url)
+        self.named(parsed)
         unknown = sorted(set(parsed.follow) - set(self.follows))
         if unknown:
             raise ParseError(f"{self.name}: parse filled follow list {', '.join(unknown)}, "
@@ -160,45 +213,87 @@ class SiteStep(Generic[In, ItemT]):
         return parsed
 
 
-def step(name: str, *, url: str | None = None, query: str | tuple[str, ...] = (),
-         request: Callable[[Any, Any], Request] | None = None,
+@overload
+def step(name: ParseFn[In, ItemT], /) -> SiteStep[In, ItemT]: ...
+
+
+@overload
+def step(name: str | None = None, *, url: str | None = None,
+         query: str | tuple[str, ...] = (), request: Callable[[Any, Any], Request] | None = None,
          follows: str | tuple[str, ...] = (), accept: tuple[str, ...] = PAGE_TYPES,
-         queue: str | None = None, statuses: tuple[int, ...] = (),
-         ) -> Callable[[ParseFn[In, ItemT]], SiteStep[In, ItemT]]:
-    """Declare a step: ``name`` is ``site.platform.step``; ``url`` a template over the
-    site's settings and the input's fields, or ``request`` a function building the
-    request; ``query`` the input fields sent as query parameters; ``follows`` the
-    follow lists its parse fills (chains link them to other steps); ``accept`` the
-    media types it parses (default: HTML and JSON); ``queue`` overrides the site's;
-    ``statuses`` the 4xx/5xx statuses its parse reads as a page instead of failing the
-    unit (a generic crawl's ``(404, 410)``)."""
-    parts = name.split(".")
-    if len(parts) != 3 or not all(p.isidentifier() for p in parts):
-        raise ValueError(f"step name {name!r}: expected 'site.platform.step', three "
-                         "dotted identifiers")
+         queue: str | None = None, statuses: tuple[int, ...] = (), platform: str | None = None,
+         client: str | None = None,
+         ) -> Callable[[ParseFn[In, ItemT]], SiteStep[In, ItemT]]: ...
+
+
+def step(name: str | ParseFn[In, ItemT] | None = None, *, url: str | None = None,
+         query: str | tuple[str, ...] = (), request: Callable[[Any, Any], Request] | None = None,
+         follows: str | tuple[str, ...] = (), accept: tuple[str, ...] = PAGE_TYPES,
+         queue: str | None = None, statuses: tuple[int, ...] = (), platform: str | None = None,
+         client: str | None = None,
+         ) -> SiteStep[In, ItemT] | Callable[[ParseFn[In, ItemT]], SiteStep[In, ItemT]]:
+    """Declare a step (``@step`` alone takes every default): ``name`` is
+    ``site.platform.step`` (default: derived from where the function is, see the
+    module docstring; ``platform`` sets its middle part); ``url`` a template over
+    the site's settings and the input's fields, or ``request`` a function building
+    the request; ``query`` the input fields sent as query parameters; ``follows``
+    the follow lists its parse fills (chains link them to other steps); ``accept``
+    the media types it parses (default: HTML and JSON); ``queue`` overrides the
+    site's; ``statuses`` the 4xx/5xx statuses its parse reads as a page instead of
+    failing the unit (a generic crawl's ``(404, 410)``); ``client`` the fetch client
+    of its requests (``http``, ``impersonate``) over the site's."""
+    if callable(name):
+        return step()(name)
+    if name is not None and platform is not None:
+        raise ValueError(f"step {name!r}: give the name or platform=, not both")
+    if name is not None:
+        check_name(name)
     if url is not None and request is not None:
-        raise ValueError(f"step {name!r}: give url= or request=, not both")
+        raise ValueError(f"step {name or ''!r}: give url= or request=, not both")
+    if client is not None:
+        known_client(client, f"step {name or ''!r}")
     odd = [s for s in statuses if not 400 <= s <= 599]
     if odd:
-        raise ValueError(f"step {name!r}: statuses= names {odd}: only 4xx and 5xx statuses "
-                         "can be parsed as pages (2xx always are, 3xx are followed)")
+        raise ValueError(f"step {name or ''!r}: statuses= names {odd}: only 4xx and 5xx "
+                         "statuses can be parsed as pages (2xx always are, 3xx are followed)")
 
     def declare(fn: ParseFn[In, ItemT]) -> SiteStep[In, ItemT]:
-        model = _input_model(name, fn)
+        full = name or derived_name(fn, platform)
+        model = _input_model(full, fn)
         fields = set(model.model_fields)
         wanted = (query,) if isinstance(query, str) else tuple(query)
         missing = sorted(set(wanted) - fields)
         if missing:
-            raise ValueError(f"step {name!r}: query names {', '.join(missing)}, not fields "
+            raise ValueError(f"step {full!r}: query names {', '.join(missing)}, not fields "
                              f"of {model.__name__} ({', '.join(sorted(fields))})")
         if url is None and request is None and "url" not in fields:
-            raise ValueError(f"step {name!r}: give url= or request=, or an input with a "
+            raise ValueError(f"step {full!r}: give url= or request=, or an input with a "
                              f"'url' field ({model.__name__} has none)")
-        return SiteStep(name, cast(type[In], model), fn, url, wanted, request, accept, queue,
+        return SiteStep(full, cast(type[In], model), fn, url, wanted, request, accept, queue,
                         _item_types(fn), (follows,) if isinstance(follows, str) else follows,
-                        tuple(statuses), _takes_unit(name, fn))
+                        tuple(statuses), _takes_unit(full, fn), client)
 
     return declare
+
+
+def check_name(name: str) -> None:
+    parts = name.split(".")
+    if len(parts) != 3 or not all(p.isidentifier() for p in parts):
+        raise ValueError(f"step name {name!r}: expected 'site.platform.step', three "
+                         "dotted identifiers")
+
+
+def derived_name(fn: Callable[..., Any], platform: str | None) -> str:
+    """``site.platform.function`` for a function under ``sites/<site>/``: the platform is
+    ``platform``, else the module below the site's package (``sites/demo/h5.py``), else
+    ``web``."""
+    parts = fn.__module__.split(".")
+    if parts[0] != "sites" or len(parts) < 2:
+        raise ValueError(f"step {fn.__name__!r} is declared in {fn.__module__}, not under "
+                         "sites/<site>/: name it, @step('site.platform.step', ...)")
+    full = f"{parts[1]}.{platform or (parts[2] if len(parts) > 2 else 'web')}.{fn.__name__}"
+    check_name(full)
+    return full
 
 
 def validate_params(model: type[In], raw: Mapping[str, Any]) -> In:
@@ -218,18 +313,20 @@ def template_fields(template: str) -> set[str]:
 
 
 def site_code(fn: Callable[..., Any], *args: Any,
-              interrupts: tuple[type[BaseException], ...] = ()) -> Any:
-    """Call a site's own function; a bug in it (an exception that is not a
-    ``CrawlError``) fails the unit for good, with the function's name: retrying a
-    layout the parser does not know cannot help. ``interrupts`` pass through."""
+              passing: tuple[type[BaseException], ...] = ()) -> Any:
+    """Call a site's own function (a parse, a pipeline, a middleware); a bug in it (an
+    exception that is not a ``CrawlError``) fails the unit for good, with the function's
+    name: retrying a layout the parser does not know cannot help. ``passing`` (the
+    worker's interrupts, ``DropItem``) pass through as they are."""
     try:
         return fn(*args)
     except CrawlError:
         raise
-    except interrupts:
+    except passing:
         raise
     except Exception as exc:
-        raise ParseError(f"{fn.__name__} raised {type(exc).__name__}: {exc}") from exc
+        name = getattr(fn, "__qualname__", fn.__name__)
+        raise ParseError(f"{name} raised {type(exc).__name__}: {exc}") from exc
 
 
 def _input_model(name: str, fn: Callable[..., Any]) -> type[BaseModel]:

@@ -26,6 +26,7 @@ from chains.runtime.units import Unit
 from external_interface import keys
 
 MAX_DESCENDANTS = 100_000  # a dropped subtree is walked this far, no further
+StepUnit = tuple[str, Unit]  # a unit and the chain step it belongs to
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,10 @@ class Spawned:
     def ids(self) -> dict[str, str]:
         """Child unit id -> its step."""
         return {u["id"]: step for step, units in self.children.items() for u in units}
+
+    def units(self) -> dict[str, StepUnit]:
+        """Child unit id -> its step and the unit (its params)."""
+        return {u["id"]: (step, u) for step, units in self.children.items() for u in units}
 
     def has_next(self, step: str, page: int) -> bool:
         """Whether the unit (``page`` of ``step``'s list) led to a next page."""
@@ -69,16 +74,16 @@ class Tree:
         if records:
             self.redis.hset(self.key, mapping={u: s.dumps() for u, s in records.items()})
 
-    def descendants(self, roots: Mapping[str, str]) -> dict[str, str]:
-        """``roots`` (unit id -> step) and every unit stored under them, breadth first,
-        at most ``MAX_DESCENDANTS``; a round trip per level."""
+    def descendants(self, roots: Mapping[str, StepUnit]) -> dict[str, StepUnit]:
+        """``roots`` (unit id -> its step and unit) and every unit stored under them,
+        breadth first, at most ``MAX_DESCENDANTS``; a round trip per level."""
         found = dict(roots)
         level: Iterable[str] = list(roots)
         while level and len(found) < MAX_DESCENDANTS:
-            nxt: dict[str, str] = {}
+            nxt: dict[str, StepUnit] = {}
             for record in self.load(list(level)):
                 if record is not None:
-                    nxt.update((u, s) for u, s in record.ids().items() if u not in found)
+                    nxt.update((u, s) for u, s in record.units().items() if u not in found)
             found.update(nxt)
             level = list(nxt)
         return found

@@ -53,20 +53,24 @@ def make_unit(step: str, params: Mapping[str, Any], page: int = 0) -> Unit:
 
 def children(chain: Chain, step: str, records: Mapping[str, list[dict[str, Any]]],
              next_page: Mapping[str, Any] | None, page: int = 0) -> dict[str, list[Unit]]:
-    """The units a finished unit of ``step`` spawns, grouped by step, in order, deduplicated."""
+    """The units a finished unit of ``step`` spawns, grouped by step, in order, deduplicated.
+    A record without a field the link maps leaves that field to the input's default."""
     out: dict[str, dict[str, Unit]] = {}
+    if any(link.records is None or link.map is None for link in chain.links):
+        raise ValueError(f"chain {chain.name!r} is not resolved: its links' defaults are "
+                         "filled in at launch (chains.runtime.checks.resolve)")
     if next_page is not None:
         unit = make_unit(step, next_page, page + 1)
         out.setdefault(step, {})[unit["id"]] = unit
     for link in chain.links_from(step):
-        for record in records.get(link.records, []):
-            child = {dst: record[src] for dst, src in link.map.items()}
+        for record in records.get(link.records or "", []):
+            child = {dst: record[src] for dst, src in (link.map or {}).items() if src in record}
             unit = make_unit(link.dst, child)
             out.setdefault(link.dst, {})[unit["id"]] = unit
     return {name: list(units.values()) for name, units in out.items()}
 
 
-def by_depth(step: str, depth: int, kids: Mapping[str, Iterable[Unit]],
+def by_depth(step: str, depth: int, spawned: Mapping[str, Iterable[Unit]],
              hop: int = 1) -> dict[int, dict[str, list[Unit]]]:
     """A next page stays at its list's depth; a linked child goes ``hop`` deeper (one,
     or none for a ``same_depth`` step's children).
@@ -75,7 +79,7 @@ def by_depth(step: str, depth: int, kids: Mapping[str, Iterable[Unit]],
     would starve parallel lists, and cut a long list at ``max_depth``.
     """
     out: dict[int, dict[str, list[Unit]]] = {}
-    for child_step, units in kids.items():
+    for child_step, units in spawned.items():
         for unit in units:
             same_list = child_step == step and unit.get("page", 0) > 0
             out.setdefault(depth + (0 if same_list else hop), {}).setdefault(

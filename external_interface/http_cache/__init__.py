@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
-from external_interface.fetch import raise_for_status
 from external_interface.http import Request, Response
+from external_interface.statuses import raise_for_status
 from utils.domains import AllowedDomains
 from utils.fingerprint import request_fingerprint
 
@@ -121,7 +121,7 @@ class CachingFetcher:
             if entry is not None and self.policy.fresh(entry, self.clock()) and (
                     not allowed or allowed.allows_url(entry.response.url)):
                 self.hits += 1
-                return entry.response
+                return replace(entry.response, from_cache=True)
         self.misses += 1
         response = self.fetcher.fetch_raw(request, allowed)
         if self.policy.cacheable(request, response):

@@ -19,10 +19,14 @@ def http_cache_from_settings(settings: HttpCacheSettings, fetcher: FetchesRaw) -
     return caching_fetcher(settings, fetcher)
 
 
-def caching_fetcher(settings: HttpCacheSettings, fetcher: FetchesRaw) -> CachingFetcher:
+def caching_fetcher(settings: HttpCacheSettings, fetcher: FetchesRaw,
+                    client: str = "http") -> CachingFetcher:
     """The cache over ``fetcher``, whether or not the settings turn it on: the runtime
-    keeps one for the jobs launched with ``--http-cache``. Nothing is created on disk
-    before the first entry is stored."""
+    keeps one for the jobs launched with ``--http-cache``. A fetch client other than
+    ``http`` keeps its entries apart, under ``<dir>/<client>/``: a page as ``http``
+    fetched it is not what ``impersonate`` would have been served. Nothing is created
+    on disk before the first entry is stored."""
     policy = CachePolicy(statuses=frozenset(settings.statuses),
                          max_age_s=settings.max_age_s or None)
-    return CachingFetcher(fetcher, FilesystemCache(Path(settings.dir)), policy)
+    directory = Path(settings.dir) if client == "http" else Path(settings.dir) / client
+    return CachingFetcher(fetcher, FilesystemCache(directory), policy)

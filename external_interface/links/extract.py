@@ -4,8 +4,8 @@ One XPath union walks the tree once, in C, and hands back only the elements
 that matter (``a``/``area`` with an href, ``base``, ``link``, ``title``,
 ``meta``); one Python loop reads them. The hrefs are resolved after that loop,
 against ``<base href>`` wherever it stood, by the project's one URL canon
-(``utils.urls.fetch_url``, fast on plain hrefs). Fragments are dropped, pure
-fragment links (``#top``, the page itself) and non-http schemes skipped, and the
+(``utils.urls.fetch_url``, WHATWG's rule). Fragments are dropped, links to the
+page itself (``#top``, an empty href) and non-http schemes skipped, and the
 result deduplicated in document order.
 
 ``rel="nofollow"`` (or a ``<meta name="robots" content="nofollow">`` for the
@@ -25,7 +25,7 @@ from typing import Protocol
 
 from lxml import etree
 
-from utils.decode import decode_body, parse_html
+from external_interface.decode import decode_body, parse_html
 from utils.urls import fetch_url
 
 _NOFOLLOW = "contains(concat(' ', translate(@rel, 'NOFLW', 'noflw'), ' '), ' nofollow ')"
@@ -99,7 +99,7 @@ def extract_page(response: ResponseLike, canon: Callable[[str], str] | None = No
     page = (fetch_url(base, response.url) if base else None) or response.url
 
     def resolve(href: str) -> str | None:
-        return None if href.lstrip().startswith("#") else fetch_url(href, page)
+        return None if href.strip()[:1] in ("", "#") else fetch_url(href, page)
 
     if page_nofollow:
         followed, noted = [], followed + noted

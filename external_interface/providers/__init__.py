@@ -1,3 +1,3 @@
 """Resource providers: what a site declares (``declare``), the bundle of pools and lists
 that serves its requests (``bundle``), dressing a request and judging its response
-(``outfit``), and the chains that refill session and device pools (``refill``)."""
+(``leases``), and the chains that refill session and device pools (``refill``)."""

@@ -1,5 +1,5 @@
 """Every provider of a process, built from settings: the pools and lists a request goes
-through (``outfit.equip``). Nothing is connected here; the pools open their clients on
+through (``leases.apply_providers``). Nothing is connected here; the pools open their clients on
 first use."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from external_interface.cookie import CookieJar
 from external_interface.device_id import DevicePool
-from external_interface.pool import Health
+from external_interface.pool import Health, PoolStats
 from external_interface.pool.factory import pool_factory
 from external_interface.providers.declare import SiteProviders
 from external_interface.providers.refill import Refills
@@ -35,10 +35,13 @@ class Providers:
     refills: Refills
 
     @classmethod
-    def from_settings(cls, settings: Settings, client: redis.Redis) -> Providers:
+    def from_settings(cls, settings: Settings, client: redis.Redis | None) -> Providers:
+        """The providers ``settings`` name; without a client (``crawlchain try`` with the
+        cluster stopped) the pools live in this process's memory."""
         res = settings.resources
-        shared = client if res.backend == "redis" else None
-        pools = pool_factory(res.backend, shared, Health())
+        backend = res.backend if client is not None else "memory"
+        shared = client if backend == "redis" else None
+        pools = pool_factory(backend, shared, Health())
         return cls(
             settings=res, proxy_settings=settings.proxy,
             proxies=ProxyPool.from_settings(settings.proxy, pools, shared),
@@ -51,3 +54,17 @@ class Providers:
         """The site's own family (an app's agent) first, else the backend's."""
         own = declared.user_agents.get(family)
         return choose(own, key) if own else self.agents.pick(family, key)
+
+    def is_low(self, kind: str, site: str) -> bool:
+        """Whether a pool has ``RESOURCES_REFILL_BELOW`` members ready or fewer (a scheduled
+        refill's condition). A proxy pool without a source is never low: it is not used."""
+        stats: PoolStats
+        if kind == "cookie":
+            stats = self.cookies.stats(site)
+        elif kind == "device":
+            stats = self.devices.stats(site)
+        elif kind == "proxy" and self.proxies is not None:
+            stats = self.proxies.stats()
+        else:
+            return False
+        return stats.ready <= self.settings.refill_below

@@ -9,7 +9,7 @@ the chains that refill its cookie and device pools, and ``per_exit``: the rate t
 site allows one client address, kept per proxy on top of the site's politeness.
 A site that declares nothing pays nothing: its requests are fetched as built.
 
-The transformers run in a fixed order (``providers.outfit.equip``): user agent,
+The transformers run in a fixed order (``providers.leases.apply_providers``): user agent,
 cookie, device id, proxy, captcha answer, and the signature last.
 """
 
@@ -94,6 +94,12 @@ class SiteProviders:
                 raise ValueError(f"providers of {where!r}: no user agent family {family!r} "
                                  f"(bundled: {', '.join(sorted(AGENTS))}; or declare it)")
 
+    @property
+    def sessions(self) -> bool:
+        """Whether a step of the site takes a session cookie from its pool: only then
+        can another session cure a 401 (``statuses.rule_for``)."""
+        return any(uses.cookie for uses in self.uses.values())
+
     def uses_for(self, task_name: str) -> Uses | None:
         """``site.platform.step`` -> the step's entry, else its platform's, else None."""
         _, platform, step = [*task_name.split("."), "", ""][:3]
@@ -101,7 +107,7 @@ class SiteProviders:
 
 
 @dataclass(frozen=True)
-class Gear:
+class StepResources:
     """What one task's requests need: its site, the site's declaration, the step's uses."""
 
     site: str

@@ -28,8 +28,6 @@ from external_interface.storage import Item
 if TYPE_CHECKING:
     import redis
 
-    from external_interface.pool import PoolStats
-    from external_interface.providers.bundle import Providers
     from external_interface.providers.declare import Refill
 
 
@@ -97,18 +95,3 @@ class Refills:
         with self._mutex:
             self._turns[key] = self._turns.get(key, 0) + n
             return self._turns[key]
-
-
-def pool_is_low(p: Providers, kind: str, site: str) -> bool:
-    """Whether a pool has ``RESOURCES_REFILL_BELOW`` members ready or fewer (a scheduled
-    refill's condition). A proxy pool without a source is never low: it is not used."""
-    stats: PoolStats
-    if kind == "cookie":
-        stats = p.cookies.stats(site)
-    elif kind == "device":
-        stats = p.devices.stats(site)
-    elif kind == "proxy" and p.proxies is not None:
-        stats = p.proxies.stats()
-    else:
-        return False
-    return stats.ready <= p.settings.refill_below

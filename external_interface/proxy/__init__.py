@@ -14,6 +14,10 @@ Redis lock decides which); a failed read, or a proxy that could not be reached
 
 With no source configured there is no pool, and a site that declares ``proxy``
 fetches directly: the same code runs on a laptop without proxies.
+
+HTTP(S) and SOCKS5 proxies alike (``http://``, ``https://``, ``socks5://``, ``socks5h://``,
+credentials in the URL): every fetch client takes them, and a proxy that cannot be
+reached or refuses is banned and rotated out as one that the site refused.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from external_interface import keys
+from external_interface.clients import PROXY_PORTS
 from external_interface.pool import Empty, Lease, Outcome, PoolFactory, PoolStats, Verdict
 from external_interface.proxy.sources import (
     FileSource,
@@ -52,9 +57,10 @@ __all__ = ["ProxyPool", "ProxySource", "ProxySourceError", "member_of", "source_
 
 
 def member_of(url: str) -> str:
-    """A proxy's id in the pool: ``host:port``, never its credentials."""
+    """A proxy's id in the pool: ``host:port`` (the scheme's default port when the URL
+    names none), never its credentials."""
     parts = urlsplit(url)
-    return f"{parts.hostname}:{parts.port or 80}"
+    return f"{parts.hostname}:{parts.port or PROXY_PORTS.get(parts.scheme.lower(), 80)}"
 
 
 class ProxyPool:

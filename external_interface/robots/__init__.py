@@ -22,7 +22,7 @@ robots_txt, RFC 9309), with our numbers:
 - 4xx other than 429: no robots.txt: allow all.
 - 5xx, 429 or no answer at all: disallow all, "unavailable", for
   ``error_backoff_s`` (60 s), after which it is fetched again; once it has been
-  failing for ``allow_after_s`` (10 min) everything is allowed (it is still
+  failing for ``allow_after_s`` (1 min) everything is allowed (it is still
   re-fetched every back-off). A copy parsed before the failure is kept instead
   while it is younger than ``keep_stale_s`` (24 h): a robots.txt that goes away
   for a minute does not stop a crawl that knows its rules.

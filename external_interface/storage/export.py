@@ -18,8 +18,10 @@ wrote last (a key a later job rewrote belongs to it); ``--since`` those last see
 after a moment (ISO 8601, UTC unless it says otherwise, or epoch seconds); ``--fields``
 keeps those item fields, in that order.
 
-Formats: ``jsonl`` (each record whole: ``key``, ``data``, ``job_id``, ``first_seen``,
-``last_seen``; times in epoch seconds), ``json`` (the same records in one array), ``csv``
+Formats: ``jsonl`` (one item a line, its fields as the parser made them, and
+``_collection`` in a job's export; with ``--envelope`` each record whole: ``key``,
+``data``, ``job_id``, ``first_seen``, ``last_seen``, times in epoch seconds), ``json``
+(the same records in one array), ``csv``
 (``_key``, ``_job_id``, ``_first_seen``, ``_last_seen`` in ISO 8601, then one column per
 item field; item fields cannot start with ``_``, so the names never clash) and ``parquet``
 (the CSV's columns, times as UTC timestamps; needs the ``parquet`` extra). With ``--out``,
@@ -32,7 +34,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -41,6 +43,7 @@ from external_interface.storage import ItemStore
 from external_interface.storage.export_formats import (
     Columns,
     Record,
+    flat,
     import_pyarrow,
     selected,
     write_csv,
@@ -49,6 +52,7 @@ from external_interface.storage.export_formats import (
     write_parquet,
 )
 from external_interface.storage.factory import store_from_url
+from utils.names import did_you_mean, listed
 
 FORMATS = ("jsonl", "csv", "json", "parquet")
 
@@ -62,6 +66,7 @@ class Selection:
     job_id: str | None = None
     since: float | None = None
     fields: tuple[str, ...] | None = None
+    envelope: bool = True  # JSON records whole (key, data, job, times); False: the items
 
     def records(self, store: ItemStore) -> Generator[Record, None, None]:
         """A fresh stream of the selected records, one per key, sorted by key."""
@@ -81,7 +86,10 @@ def select(store: ItemStore, target: str, job_id: str | None = None,
     probe = job.records(store)
     try:
         if next(probe, None) is None:
-            raise SystemExit(f"export: {target!r} is neither a collection nor a job with items")
+            known = job.collections
+            raise SystemExit(f"{target!r} is neither a collection{did_you_mean(target, known)} "
+                             f"nor a job with items (collections: {listed(known)}; crawlchain "
+                             "jobs lists the jobs)")
     finally:
         probe.close()
     return job
@@ -111,7 +119,8 @@ def export(store: ItemStore, selection: Selection, fmt: str, out: TextIO | Path)
         return write_csv(selection.records(store), out, columns)
     writers: dict[str, Callable[[Iterator[Record], TextIO], int]] = {
         "jsonl": write_jsonl, "json": write_json}
-    return writers[fmt](selection.records(store), out)
+    records = selection.records(store)
+    return writers[fmt](records if selection.envelope else map(flat, records), out)
 
 
 def parse_since(text: str) -> float:
@@ -136,13 +145,18 @@ def parse_fields(text: str) -> list[str]:
     return names
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def main(argv: Sequence[str] | None = None,
+         parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser) -> int:
+    args = parser(parser_class).parse_args(argv)
+    if args.gone or args.failed:
+        raise SystemExit("--gone and --failed read the job ledger: run them as crawlchain "
+                         "export JOB_ID --gone")
     if args.format == "parquet":
         import_pyarrow()  # say how to install it before reading anything
     store = store_from_url(args.storage_url or _default_url())
     try:
-        selection = select(store, args.collection, args.job, args.since, args.fields)
+        selection = replace(select(store, args.collection, args.job, args.since, args.fields),
+                            envelope=args.envelope)
         if args.out is None:
             count = export(store, selection, args.format, sys.stdout)
         else:
@@ -165,9 +179,10 @@ def _export_to_file(store: ItemStore, selection: Selection, fmt: str, path: Path
     return count
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m external_interface.storage.export",
+def parser(parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser
+           ) -> argparse.ArgumentParser:
+    parser = parser_class(
+        prog="crawlchain export",
         description="Export a collection, or a job's items, streamed from the store.",
     )
     parser.add_argument("collection", metavar="COLLECTION|JOB_ID",
@@ -180,6 +195,15 @@ def _parser() -> argparse.ArgumentParser:
                         help="only records last seen at or after WHEN (ISO 8601 or epoch s)")
     parser.add_argument("--fields", type=parse_fields, metavar="A,B",
                         help="only these item fields, in this order")
+    parser.add_argument("--envelope", action="store_true",
+                        help="jsonl/json: each record whole (key, data, job_id, first_seen, "
+                        "last_seen) instead of the item's fields")
+    units = parser.add_argument_group(
+        "a job's units instead of its items (crawlchain export JOB_ID --gone)")
+    units.add_argument("--gone", action="store_true",
+                       help="the units the job found gone: step, URL, reason")
+    units.add_argument("--failed", action="store_true",
+                       help="the units that failed for good: step, URL, error, reason")
     return parser
 
 

@@ -68,9 +68,16 @@ def selected(record: Record, fields: Sequence[str] | None) -> Record:
     return {**record, "data": {name: data.get(name) for name in fields}}
 
 
+def flat(record: Record) -> Record:
+    """The item itself: its fields (and ``_collection`` in a job's export), without the
+    store's envelope of key, job and times."""
+    collection = {"_collection": record["collection"]} if "collection" in record else {}
+    return {**collection, **record["data"]}
+
+
 # -- text formats ---------------------------------------------------------------------
 def write_jsonl(records: Iterable[Record], out: TextIO) -> int:
-    """One record a line, whole; times in epoch seconds."""
+    """One record a line, as given (whole, or ``flat``); times in epoch seconds."""
     count = 0
     for count, record in enumerate(records, 1):  # noqa: B007 - the count is the result
         out.write(json.dumps(record, ensure_ascii=False) + "\n")

@@ -15,6 +15,11 @@ The set is picked by a stable hash of ``key`` (a unit id), so a unit keeps one
 identity across retries and workers. A site's own defaults (``SiteHeaders``:
 a family and fixed headers) go over these; resource providers (a pooled agent,
 cookies, a signature) still go over both, per unit.
+
+A fetch client that presents a browser itself (``impersonate``: curl-impersonate's
+Chrome, whose TLS handshake names the browser before any header does) sends that
+browser's own default headers, in its order; a request for it carries only the
+site's fixed headers (``browser=False``), so no bundled agent can contradict it.
 """
 
 from __future__ import annotations
@@ -47,9 +52,13 @@ def site_headers(site: SiteHeaders, key: str) -> dict[str, str]:
     return headers_for(site.family, site.headers, key)
 
 
-def headers_for(family: str | None, own: Mapping[str, str], key: str) -> dict[str, str]:
+def headers_for(family: str | None, own: Mapping[str, str], key: str,
+                browser: bool = True) -> dict[str, str]:
     """``site_headers`` from its parts: every unit's request passes here, and the
-    merged sets are built once per family and site headers, not once per unit."""
+    merged sets are built once per family and site headers, not once per unit.
+    ``browser=False``: the fetch client sends its own browser's headers; ``own`` only."""
+    if not browser:
+        return dict(own)
     return dict(choose(_header_sets(family, tuple(own.items())), key))
 
 

@@ -21,13 +21,23 @@ from functools import lru_cache
 from typing import cast
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from chains.api import Item, Parsed, Response, Site, SiteSettings, UnitContext, step
-from external_interface.http import SITEMAP_TYPES
-from external_interface.links.extract import extract_page
-from external_interface.sitemap import MAX_ENTRIES, parse_sitemap
-from utils.domains import AllowedDomains, registrable_domain
+from chains.api import (
+    SITEMAP_TYPES,
+    AllowedDomains,
+    Input,
+    Item,
+    Parsed,
+    Response,
+    Site,
+    SiteSettings,
+    UnitContext,
+    extract_page,
+    parse_sitemap,
+    registrable_domain,
+    step,
+)
 
 # Links to these are not pages: a crawler of pages does not fetch them (Scrapy's
 # LinkExtractor skips the same kinds by extension; content types refuse the rest).
@@ -40,7 +50,7 @@ BINARY = frozenset({"7z", "apk", "avi", "bin", "bmp", "bz2", "css", "deb", "dmg"
 
 
 class CrawlSettings(SiteSettings):
-    """A crawl's knobs, fixed per launch (``chains.crawl.launch_crawl`` sets them)."""
+    """A crawl's knobs, fixed per launch (``chains.cluster.launch_crawl`` sets them)."""
 
     allow_domains: list[str] = Field(
         default_factory=list, description="Registrable domains links are followed into; "
@@ -52,18 +62,18 @@ class CrawlSettings(SiteSettings):
                             "one is never followed (deny wins over allow).")
     sitemap_depth: int = Field(2, ge=0, description="Sitemap indexes followed below a "
                                "start sitemap.")
-    sitemap_entries: int = Field(MAX_ENTRIES, ge=1, description="Entries read from one "
+    sitemap_entries: int = Field(50_000, ge=1, description="Entries read from one "
                                  "sitemap file (the protocol's limit).")
 
 
 SITE = Site("crawl", settings=CrawlSettings, politeness_per="host")
 
 
-class CrawlPage(BaseModel):
+class CrawlPage(Input):
     url: str
 
 
-class SitemapFile(BaseModel):
+class SitemapFile(Input):
     url: str
     level: int = 0  # 0: named by robots.txt or the launch; +1 per index above it
 
@@ -117,7 +127,7 @@ def _domain(url: str) -> str:
     return registrable_domain(host) or host
 
 
-@step("crawl.web.page", url="{url}", follows="links", statuses=(404, 410))
+@step(url="{url}", follows="links", statuses=(404, 410))
 def page(page: CrawlPage, response: Response, unit: UnitContext) -> Parsed[PageRecord]:
     found = extract_page(response)
     record = PageRecord(url=page.url, final_url=response.url, status=response.status,
@@ -126,11 +136,10 @@ def page(page: CrawlPage, response: Response, unit: UnitContext) -> Parsed[PageR
                         links=sorted({*found.links, *found.nofollow}),
                         fetched_at=datetime.now(UTC))
     scope = scope_of(cast(CrawlSettings, unit.settings), response.url)
-    return Parsed([record], follow={"links": [{"url": u} for u in found.links
-                                              if scope.follows(u)]})
+    return Parsed([record], follow=[{"url": u} for u in found.links if scope.follows(u)])
 
 
-@step("crawl.web.sitemap", url="{url}", accept=SITEMAP_TYPES, follows=("pages", "sitemaps"))
+@step(url="{url}", accept=SITEMAP_TYPES, follows=("pages", "sitemaps"))
 def sitemap(file: SitemapFile, response: Response, unit: UnitContext) -> Parsed[Item]:
     settings = cast(CrawlSettings, unit.settings)
     found = parse_sitemap(response.body, response.url, max_entries=settings.sitemap_entries)

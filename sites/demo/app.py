@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from chains.api import Item, Parsed, Response, step
-from exceptions import ParseError
+from chains.api import Input, Item, Parsed, ParseError, Response, step
 
 
-class ArticleRef(BaseModel):
+class ArticleRef(Input):
     article_id: str = Field(pattern=r"^a\d+$")
 
 
@@ -24,7 +23,7 @@ class Article(Item, collection="articles", key="id"):
     comment_count: int
 
 
-@step("demo.app.detail", url="{base_url}/app/article/{article_id}")
+@step(url="{base_url}/app/article/{article_id}")
 def detail(params: ArticleRef, response: Response) -> Parsed[Article]:
     page = response.css("article")
     if not page:

@@ -14,7 +14,7 @@ import re
 
 from lxml import etree
 
-from external_interface.captcha import CaptchaUnsolved, Challenge
+from chains.api import CaptchaUnsolved, Challenge
 
 SVG_TEXT = "{http://www.w3.org/2000/svg}text"
 QUESTION = re.compile(r"(\d+)([+\-x])(\d+)=?")

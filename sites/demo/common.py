@@ -5,13 +5,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from chains.api import Item, Parsed, Response, step
-from exceptions import ParseError
+from chains.api import Input, Item, Parsed, ParseError, Response, step
 
 
-class CommentPage(BaseModel):
+class CommentPage(Input):
     article_id: str = Field(pattern=r"^a\d+$")
     cursor: str | None = None
 
@@ -23,7 +22,7 @@ class Comment(Item, collection="comments", key="id"):
     text: str
 
 
-@step("demo.common.comment", url="{base_url}/api/comments", query=("article_id", "cursor"))
+@step(url="{base_url}/api/comments", query=("article_id", "cursor"))
 def comment(params: CommentPage, response: Response) -> Parsed[Comment]:
     data = response.json()
     if "comments" not in data:

@@ -7,13 +7,12 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from chains.api import Item, Parsed, Response, step
-from exceptions import ParseError
+from chains.api import Input, Item, Parsed, ParseError, Response, step
 
 
-class FeedPage(BaseModel):
+class FeedPage(Input):
     page: int = Field(1, ge=1, description="1-based feed page.")
 
 
@@ -24,7 +23,7 @@ class FeedEntry(Item, collection="feed_entries", key="id"):
     author_name: str
 
 
-@step("demo.h5.feed", url="{base_url}/h5/feed", query="page")
+@step(url="{base_url}/h5/feed", query="page")
 def feed(params: FeedPage, response: Response) -> Parsed[FeedEntry]:
     data = response.json()
     if "articles" not in data:
@@ -33,7 +32,7 @@ def feed(params: FeedPage, response: Response) -> Parsed[FeedEntry]:
     return Parsed([FeedEntry.model_validate(a) for a in data["articles"]], next_page=next_page)
 
 
-class UserRef(BaseModel):
+class UserRef(Input):
     user_id: str = Field(pattern=r"^u\d+$", description="Sandbox user id, e.g. u0001.")
 
 
@@ -44,7 +43,7 @@ class User(Item, collection="users", key="id"):
     bio: str
 
 
-@step("demo.h5.user_info", url="{base_url}/h5/user/{user_id}")
+@step(url="{base_url}/h5/user/{user_id}")
 def user_info(params: UserRef, response: Response) -> Parsed[User]:
     profile = response.css("div.profile")
     if not profile:
@@ -54,7 +53,7 @@ def user_info(params: UserRef, response: Response) -> Parsed[User]:
                         bio=profile.css("p.bio::text").get(""))])
 
 
-class StatusPage(BaseModel):
+class StatusPage(Input):
     user_id: str = Field(pattern=r"^u\d+$")
     cursor: str | None = Field(None, description="Opaque cursor from the previous page.")
 
@@ -66,7 +65,7 @@ class Status(Item, collection="statuses", key="id"):
     kind: str
 
 
-@step("demo.h5.user_statuses", url="{base_url}/h5/user/{user_id}/statuses", query="cursor")
+@step(url="{base_url}/h5/user/{user_id}/statuses", query="cursor")
 def user_statuses(params: StatusPage, response: Response) -> Parsed[Status]:
     data = response.json()
     if "statuses" not in data:

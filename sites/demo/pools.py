@@ -12,23 +12,31 @@ from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from chains.api import Item, Parsed, Request, Response, step
-from exceptions import ParseError
-from external_interface.captcha import IMAGE_META
-from external_interface.providers.refill import DeviceItem, SessionItem
+from chains.api import (
+    IMAGE_META,
+    DeviceItem,
+    Input,
+    Item,
+    Parsed,
+    ParseError,
+    Request,
+    Response,
+    SessionItem,
+    step,
+)
 from sites.demo.accounts import account_for, accounts
 
 if TYPE_CHECKING:
     from sites.demo.site import DemoSettings
 
 
-class LoginTurn(BaseModel):
+class LoginTurn(Input):
     turn: int = Field(0, ge=0, description="Which account logs in: the accounts take turns.")
 
 
-@step("demo.h5.captcha", url="{base_url}/h5/login/captcha", follows="challenges")
+@step(platform="h5", url="{base_url}/h5/login/captcha", follows="challenges")
 def captcha(params: LoginTurn, response: Response) -> Parsed[Item]:
     data = response.json()
     if not {"captcha_id", "image"} <= set(data):
@@ -38,7 +46,7 @@ def captcha(params: LoginTurn, response: Response) -> Parsed[Item]:
                                           "image": data["image"]}]})
 
 
-class Challenge(BaseModel):
+class Challenge(Input):
     account: str
     captcha_id: str
     image: str = Field(description="The challenge as a data: URL, solved by the provider.")
@@ -52,7 +60,7 @@ def login_request(params: Challenge, settings: DemoSettings) -> Request:
                    meta={IMAGE_META: params.image})
 
 
-@step("demo.h5.login", request=login_request)
+@step(platform="h5", request=login_request)
 def login(params: Challenge, response: Response) -> Parsed[SessionItem]:
     jar: SimpleCookie = SimpleCookie()
     try:
@@ -64,7 +72,7 @@ def login(params: Challenge, response: Response) -> Parsed[SessionItem]:
     return Parsed([SessionItem(account=params.account, cookies={"sid": jar["sid"].value})])
 
 
-class RegisterTurn(BaseModel):
+class RegisterTurn(Input):
     turn: int = Field(0, ge=0, description="Which refill this is (one device each).")
 
 
@@ -73,7 +81,7 @@ def register_request(params: RegisterTurn, settings: DemoSettings) -> Request:
                    data=b"model=demo")
 
 
-@step("demo.app.register_device", request=register_request)
+@step(platform="app", request=register_request)
 def register_device(params: RegisterTurn, response: Response) -> Parsed[DeviceItem]:
     device_id = response.json().get("device_id")
     if not isinstance(device_id, str) or not device_id:

@@ -8,7 +8,7 @@ providers, after every other header and param (``external_interface.sign``).
 
 from __future__ import annotations
 
-from external_interface.sign import HmacSigner
+from chains.api import HmacSigner
 
 RECOVERED_KEY = b"sandbox-h5-7c1e2a9d"
 

@@ -11,9 +11,16 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from chains.api import Politeness, Site, SiteSettings
-from exceptions import SessionExpired
-from external_interface.providers.declare import BanRule, Refill, SiteProviders, Uses
+from chains.api import (
+    BanRule,
+    Politeness,
+    Refill,
+    SessionExpired,
+    Site,
+    SiteProviders,
+    SiteSettings,
+    Uses,
+)
 from sites.demo.captcha import DemoCaptchaSolver
 from sites.demo.signer import SIGNER
 

@@ -2,11 +2,7 @@
 
 from datetime import datetime
 
-from pydantic import BaseModel
-
-from chains.api import Item, Page, Parsed, Response, Site, step
-from utils.dates import relative_time
-from utils.numbers import short_number
+from chains.api import Input, Item, Page, Parsed, Response, Site, relative_time, short_number, step
 
 SITE = Site("forum", base_url="http://127.0.0.1:8765/forum")
 
@@ -15,14 +11,12 @@ class Board(Item, collection="boards", key="board_id"):
     name: str
     description: str
     thread_count: int
-
 class Thread(Item, collection="threads", key="thread_id"):
     thread_id: int
     title: str
     author_id: int
     boards: list[str]
     reply_count: int
-
 class Post(Item, collection="posts", key="post_id"):
     post_id: int
     thread_id: int
@@ -30,13 +24,11 @@ class Post(Item, collection="posts", key="post_id"):
     body: str
     created_at: datetime
     score: int
-
 class User(Item, collection="users", key="user_id"):
     user_id: int
     name: str
     joined: str
     reputation: int
-
 class Reaction(Item, collection="reactions", key="reaction_id"):
     reaction_id: int
     post_id: int
@@ -44,21 +36,21 @@ class Reaction(Item, collection="reactions", key="reaction_id"):
     kind: str
     created_at: str
 
-@step("forum.web.boards", url="{base_url}/", follows="board_pages")
+@step(url="{base_url}/", follows="board_pages")
 def boards(page: Page, response: Response) -> Parsed[Board]:
     rows = response.css("li.board")
     return Parsed([Board(board_id=row.attrib["data-board-id"], name=row.css("a::text").get(""),
                          description=row.css(".description::text").get(""),
                          thread_count=int(row.css(".thread-count::text").get(""))) for row in rows],
-                  follow={"board_pages": response.follow_all(rows.css("a::attr(href)").getall())})
+                  follow=response.follow_all(rows.css("a::attr(href)").getall()))
 
-@step("forum.web.board", url="{url}", follows="threads")
+@step(url="{url}", follows="threads")
 def board(page: Page, response: Response) -> Parsed[Item]:
-    threads = [link for row in response.css("tr.thread") if (link := response.follow(
-        row.css(".title a::attr(href)").get(), replies=row.css(".replies::text").get()))]
-    return Parsed(follow={"threads": threads}, next_page=response.next_link())
+    return Parsed(follow=[response.follow(row.css(".title a::attr(href)").get(),
+                                          replies=row.css(".replies::text").get())
+                          for row in response.css("tr.thread")], next_page=response.next_link())
 
-@step("forum.web.thread", url="{url}")
+@step(url="{url}")
 def thread(page: Page, response: Response) -> Parsed[Thread | Post]:
     article = response.css("article.thread")
     thread_id = int(article.attrib["data-thread-id"])
@@ -76,22 +68,19 @@ def thread(page: Page, response: Response) -> Parsed[Thread | Post]:
                             reply_count=int(meta.css("span.reply-count::text").get(""))))
     return Parsed(items, next_page=response.next_link())
 
-class Author(BaseModel):
+class Author(Input):
     author_id: int
-
-@step("forum.api.user", url="{base_url}/api/users/{author_id}")
+@step(platform="api", url="{base_url}/api/users/{author_id}")
 def user(author: Author, response: Response) -> Parsed[User]:
     data = response.json()
     return Parsed([User(user_id=data.pop("id"), **data)])
 
-class ReactionPage(BaseModel):
+class ReactionPage(Input):
     post_id: int
     cursor: str | None = None
-
-@step("forum.api.reactions", url="{base_url}/api/posts/{post_id}/reactions", query="cursor")
+@step(platform="api", url="{base_url}/api/posts/{post_id}/reactions", query="cursor")
 def reactions(page: ReactionPage, response: Response) -> Parsed[Reaction]:
-    data = response.json()
-    more = data["next_cursor"]
-    return Parsed([Reaction(reaction_id=r.pop("id"), post_id=page.post_id, **r)
-                   for r in data["reactions"]],
-                  next_page=ReactionPage(post_id=page.post_id, cursor=more) if more else None)
+    data, post_id = response.json(), page.post_id
+    more = data["next_cursor"] and ReactionPage(post_id=post_id, cursor=data["next_cursor"])
+    return Parsed([Reaction(reaction_id=r.pop("id"), post_id=post_id, **r)
+                   for r in data["reactions"]], next_page=more or None)

@@ -21,20 +21,19 @@ class Product(Item, collection="products", key="id"):
     sku: str
 
 
-@step("polite.web.index", url="{base_url}/", follows="categories")
+@step(url="{base_url}/", follows="categories")
 def index(page: Page, response: Response) -> Parsed[Item]:
-    return Parsed(follow={"categories": response.follow_all(
-        response.css("a.category::attr(href)").getall())})
+    return Parsed(follow=response.follow_all(response.css("a.category::attr(href)").getall()))
 
 
-@step("polite.web.listing", url="{url}", follows="items")
+@step(url="{url}", follows="items")
 def listing(page: Page, response: Response) -> Parsed[Item]:
     items = response.follow_all(response.css("a.item::attr(href)").getall())
-    return Parsed(follow={"items": items},
+    return Parsed(follow=items,
                   next_page=response.follow(response.css("a.next::attr(href)").get()))
 
 
-@step("polite.web.item", url="{url}")
+@step(url="{url}")
 def item(page: Page, response: Response) -> Parsed[Product]:
     article = response.css("article")
     return Parsed([Product(id=int(article.attrib["data-id"]),

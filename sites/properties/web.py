@@ -6,10 +6,9 @@ import re
 
 import lxml.html
 from lxml.etree import XPath
-from pydantic import BaseModel, Field
+from pydantic import Field
 
-from chains.api import Item, Parsed, Response, Site, SiteSettings, step
-from exceptions import ParseError
+from chains.api import Input, Item, Parsed, ParseError, Response, Site, SiteSettings, step
 
 
 class PropertiesSettings(SiteSettings):
@@ -30,13 +29,13 @@ IMAGE = XPath('//*[@itemprop="image"][1]/@src')
 NUMBER = re.compile(r"[,.0-9]+")
 
 
-class IndexPage(BaseModel):
+class IndexPage(Input):
     page: int = Field(0, ge=0, description="0-based index page: index_NNNNN.html.")
     stop: int | None = Field(None, ge=1, description="A shard's end: follow ``next`` only to "
                              "pages below this one. None follows it to the last page.")
 
 
-@step("properties.web.index", url="{base_url}/index_{page:05d}.html", follows="details")
+@step(url="{base_url}/index_{page:05d}.html", follows="details")
 def index(params: IndexPage, response: Response) -> Parsed[Item]:
     """Detail links as ``details`` records ``{"property_id"}``; ``next`` as the next page."""
     tree = lxml.html.fromstring(response.body)
@@ -45,11 +44,11 @@ def index(params: IndexPage, response: Response) -> Parsed[Item]:
     if not ids and not nexts:
         raise ParseError("index page without detail links or a next link", url=response.url)
     follow = nexts and (params.stop is None or nexts[0] < params.stop)
-    return Parsed(follow={"details": [{"property_id": i} for i in ids]},
+    return Parsed(follow=[{"property_id": i} for i in ids],
                   next_page=IndexPage(page=nexts[0], stop=params.stop) if follow else None)
 
 
-class PropertyRef(BaseModel):
+class PropertyRef(Input):
     property_id: int = Field(ge=0, description="Property number: property_NNNNNN.html.")
 
 
@@ -69,7 +68,7 @@ def price_of(text: str) -> float | None:
     return float(match.group().replace(",", "")) if match else None
 
 
-@step("properties.web.detail", url="{base_url}/property_{property_id:06d}.html")
+@step(url="{base_url}/property_{property_id:06d}.html")
 def detail(params: PropertyRef, response: Response) -> Parsed[Property]:
     tree = lxml.html.fromstring(response.body)
     titles = TITLE(tree)

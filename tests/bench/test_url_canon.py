@@ -10,7 +10,7 @@ def test_the_mix_holds_links_to_follow_and_links_to_drop() -> None:
     links = hrefs(500)
     kept = [url for href in links if (url := fetch_url(href, "https://www.shop-example.com/"))]
     assert 0 < len(kept) < len(links)
-    assert any("%C3%B6" in url for url in kept)  # some needed w3lib's quoting
+    assert any("%C3%B6" in url for url in kept)  # some needed percent-encoding
 
 
 def test_a_small_run_reports_ours_and_every_peer() -> None:

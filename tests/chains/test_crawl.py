@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from chains.crawl import plan_crawl
+import pytest
+
+from chains.cluster import plan_crawl
+from chains.runtime.preflight import LaunchRefused
 
 
 def test_the_options_become_the_chain_the_roots_and_the_site_settings() -> None:
@@ -24,5 +27,11 @@ def test_the_options_become_the_chain_the_roots_and_the_site_settings() -> None:
 def test_a_start_without_a_registrable_domain_allows_its_host() -> None:
     planned = plan_crawl(["http://127.0.0.1:8000/"], allow_domains=[])
     assert planned.chain.allowed_domains == ["127.0.0.1"]
-    assert plan_crawl(["http://127.0.0.1:8000/"], ["example.org"]).chain.allowed_domains == [
+    assert plan_crawl(["http://www.example.org/"], ["example.org"]).chain.allowed_domains == [
         "example.org"]
+
+
+def test_a_start_outside_the_allowed_domains_is_refused_naming_the_domain_to_allow() -> None:
+    with pytest.raises(LaunchRefused, match=r"--start http://127.0.0.1:8000/ is outside "
+                       r"--allow-domain example.org: .* add --allow-domain 127.0.0.1"):
+        plan_crawl(["http://127.0.0.1:8000/"], ["example.org"])

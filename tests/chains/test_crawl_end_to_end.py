@@ -6,6 +6,7 @@ nothing, and a page cap that ends the job cleanly."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -15,13 +16,15 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from chains.crawl import launch_crawl
+from chains.cluster import launch_crawl
+from chains.runtime.model import Rule
 from sandbox.cluster import Cluster, running_cluster
 from sandbox.generic.expected import expected_records, sitemap_paths
 from sandbox.generic.server import generic_server
 from sandbox.generic.site import DISALLOWED, GenericSite, Shape
 from sandbox.loop_server import LoopServer
 from sandbox.world import World
+from sites.docs import doc_page
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,8 +81,8 @@ def test_the_crawl_stores_every_page_within_depth_finds_the_sitemaps_orphans_and
 
 
 def crawl_cli(cluster: Cluster, *args: str) -> dict[str, Any]:
-    """``python -m chains launch crawl ... --json`` in the cluster's environment."""
-    done = subprocess.run([sys.executable, "-m", "chains", "launch", "crawl", *args, "--json"],
+    """``python -m cli launch crawl ... --json`` in the cluster's environment."""
+    done = subprocess.run([sys.executable, "-m", "cli", "launch", "crawl", *args, "--json"],
                           cwd=ROOT, env=cluster.env, capture_output=True, text=True,
                           timeout=240, check=False)
     assert done.returncode == 0, done.stderr
@@ -89,16 +92,20 @@ def crawl_cli(cluster: Cluster, *args: str) -> dict[str, Any]:
 def test_a_second_run_with_the_http_cache_asks_the_server_nothing_and_stores_the_same(
         cluster: Cluster, generic: tuple[LoopServer, GenericSite]) -> None:
     server, site = generic
-    runs = []
+    runs, totals = [], []
     for _ in range(2):
         before = server.tally.requests()
         status = crawl_cli(cluster, "--start", site.base + "/", "--max-depth", str(DEPTH),
                            "--http-cache")
         assert status["state"] == "finished" and status["failures"] == []
         runs.append((server.tally.requests() - before, records(cluster, status["job_id"])))
+        totals.append(status["totals"])
     (first_requests, first), (second_requests, second) = runs
     assert first_requests > 0 and second_requests == 0  # the server's own count
     assert second == first and len(second) == len(expected(site))
+    # the summary says the same: the second run's fetches were the cache's replays
+    assert totals[0]["requests"] > 0 and totals[0]["cache_hits"] == 0
+    assert totals[1]["requests"] == 0 and totals[1]["cache_hits"] == totals[0]["requests"]
 
 
 def test_max_pages_stops_the_crawl_at_exactly_that_many_pages_and_the_job_finishes(
@@ -110,3 +117,21 @@ def test_max_pages_stops_the_crawl_at_exactly_that_many_pages_and_the_job_finish
     page = status["steps"]["page"]
     assert page["done"] == 7 and len(records(cluster, job.job_id)) == 7
     assert page["skipped"] > 0 and page["spawned"] == page["done"] + page["skipped"]
+
+
+def test_a_rule_stores_typed_items_from_matching_pages_beside_the_page_records(
+        cluster: Cluster, generic: tuple[LoopServer, GenericSite]) -> None:
+    _, site = generic
+    rule = Rule(r"/docs/[^/]+/[^/]+\.html$", doc_page)
+    job = launch_crawl([site.base + "/"], max_depth=2, rules=[rule], runtime=cluster.runtime)
+    status = job.wait(timeout=180)
+    assert status["state"] == "finished", status["failures"]
+    pages = records(cluster, job.job_id)
+    docs = {r["key"]: r["data"] for r in cluster.runtime.store.read("doc_pages",
+                                                                     job_id=job.job_id)}
+    matching = {data["final_url"] for data in pages.values()
+                if re.search(rule.pattern, data["final_url"])}
+    assert matching and set(docs) == matching
+    for url, doc in docs.items():
+        page = next(p for p in pages.values() if p["final_url"] == url)
+        assert doc["title"] == page["title"] and doc["section"] in url and doc["paragraphs"] > 0

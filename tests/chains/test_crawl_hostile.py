@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from chains.crawl import launch_crawl
+from chains.cluster import launch_crawl
 from sandbox.cluster import Cluster, running_cluster
 from sandbox.hostile.site import GOOD, TRAPS, HostileSite, hostile_server
 from sandbox.loop_server import LoopServer

@@ -12,7 +12,9 @@ import pytest
 
 from chains.demo import demo as declared_demo
 from chains.runtime.dispatch import Publisher
+from chains.runtime.job import Job
 from chains.runtime.model import Chain, Link, Step
+from chains.runtime.preflight import LaunchRefused
 from chains.runtime.units import make_unit
 from sandbox.cluster import Cluster, running_cluster
 from sandbox.server import Faults
@@ -71,8 +73,27 @@ def test_unit_delivered_twice_is_counted_once(cluster: Cluster) -> None:
     assert_matches_world(status, small)
 
 
+def past_the_launch_checks(cluster: Cluster, chain: Chain, **params: Any) -> Job:
+    """A job whose start unit reaches a worker as given, as a unit a link makes does: the
+    launch refuses such a start (``preflight``), the worker must still judge it."""
+    from chains.runtime import registry
+    from chains.runtime.checks import resolve
+    from chains.runtime.launch import root_units, worker_queues
+
+    rt, job_id = cluster.runtime, f"unchecked-{random.getrandbits(32):08x}"
+    resolved = resolve(chain, registry.steps(), worker_queues())
+    settings = {"demo": registry.site("demo").read_settings(
+        None, **cluster.site_settings["demo"]).model_dump(mode="json")}
+    rt.ledger.create_job(job_id, resolved.model_dump(mode="json"), params, settings)
+    Publisher(rt.dispatch, rt.ledger).spawn(resolved, job_id,
+                                            root_units(resolved, params, {}), depth=0)
+    return Job(job_id, rt.ledger, rt.dispatch)
+
+
 def test_invalid_params_fail_the_unit_naming_the_field_without_retry(cluster: Cluster) -> None:
-    status = cluster.launch(demo, page="not-a-number").wait(timeout=60)
+    with pytest.raises(LaunchRefused, match="page: Input should be a valid integer"):
+        cluster.launch(demo, page="not-a-number")  # refused at launch, nothing queued
+    status = past_the_launch_checks(cluster, demo, page="not-a-number").wait(timeout=60)
     assert status["state"] == "finished_with_failures"
     feed = status["steps"]["feed"]
     assert (feed["failed"], feed["retried"], feed["done"]) == (1, 0, 0)
@@ -167,7 +188,9 @@ def test_a_child_reached_from_two_parents_is_fetched_once(tmp_path: Path) -> Non
 def test_a_unit_outside_the_allowed_domains_is_skipped_off_site_without_a_fetch(
         cluster: Cluster) -> None:
     fenced = demo.model_copy(update={"allowed_domains": ["example.com"]})
-    status = cluster.launch(fenced, page=1).wait(timeout=60)
+    with pytest.raises(LaunchRefused, match="outside the allowed domains"):
+        cluster.launch(fenced, page=1)  # a start off the domains is refused at launch
+    status = past_the_launch_checks(cluster, fenced, page=1).wait(timeout=60)
     assert status["state"] == "finished"
     totals = status["totals"]
     assert (totals["skipped"], totals["failed"], totals["requests"]) == (1, 0, 0)

@@ -10,6 +10,7 @@ import pytest
 
 from chains.forum import forum
 from chains.runtime.launch import launch
+from external_interface.clients import CLIENTS
 from sandbox.cluster import Cluster, running_cluster
 from sandbox.forum.expected import ForumExpected, expected
 from sandbox.forum.site import ForumSite
@@ -43,16 +44,25 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield running
 
 
-def test_the_forum_crawl_stores_exactly_the_forums_records(cluster: Cluster) -> None:
-    status = cluster.launch(forum).wait(timeout=240)
+@pytest.mark.parametrize("client", [pytest.param(name, marks=[pytest.mark.slow] if name != "http"
+                                                  else []) for name in CLIENTS])
+def test_the_forum_crawl_stores_exactly_the_forums_records_with_each_client(
+        cluster: Cluster, client: str) -> None:
+    """The client is one site setting for the job (``client=``), as a site declares it."""
     assert cluster.sandbox is not None
+    seen = len(cluster.sandbox.hits())
+    before = cluster.sandbox.fetch_counts("/forum/")
+    status = cluster.launch(forum, client=client).wait(timeout=240)
     assert_exact(status, expected(WORLD), cluster.sandbox.base_url)
     want = expected(WORLD).records
     for collection, records in want.items():
         got = {key: r["data"] for key, r in stored(cluster, collection).items()}
         assert got == {str(k): v for k, v in records.items()}, collection
-    asked = {url.removesuffix("?"): n for url, n in cluster.sandbox.fetch_counts("/forum/").items()}
+    asked = {url.removesuffix("?"): n
+             for url, n in (cluster.sandbox.fetch_counts("/forum/") - before).items()}
     assert set(asked) == set(expected(WORLD).urls) and set(asked.values()) == {1}
+    agents = {hit.agent for hit in cluster.sandbox.hits()[seen:]}
+    assert all(("Chrome/146." in agent) is (client == "impersonate") for agent in agents)
 
 
 def test_two_jobs_on_two_servers_share_the_workers_and_each_is_exact(cluster: Cluster) -> None:

@@ -1,16 +1,22 @@
 """A recrawl of the forum after it changed (issue 19), on real workers: ``forum_recrawl``
 finds every change the mutation made, fetches only what its policies call volatile or
-stale plus the changed pages, reports new, changed and gone per step, and loses no
-record of the first crawl."""
+stale plus the changed pages, reports new, changed and gone per step (each gone unit
+listed with its URL, in the summary and ``crawlchain export JOB_ID --gone``; every
+step's outcomes adding up to its ``spawned``), and loses no record of the first crawl."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chains.forum import forum_recrawl
+from chains.runtime.ledger import OUTCOMES
 from sandbox.cluster import Cluster, running_cluster
 from sandbox.forum import pages
 from sandbox.forum.expected import COLLECTIONS, changed_pages, diff, expected
@@ -20,6 +26,7 @@ from sandbox.world import World
 
 pytestmark = pytest.mark.integration
 
+ROOT = Path(__file__).resolve().parents[2]
 WORLD = ForumWorld.build(seed=7)
 STEPS = {"/forum/b/": "board", "/forum/t/": "thread", "/forum/api/users/": "user",
          "/forum/api/posts/": "reactions"}
@@ -67,6 +74,13 @@ def test_a_recrawl_finds_every_change_and_fetches_only_the_volatile_and_the_chan
         mutation = site.mutate()
         second = cluster.launch(forum_recrawl).wait(timeout=240)
         now, after_asks = stored(cluster), asked(cluster)
+        listed = cluster.runtime.ledger.gone_units(second["job_id"])
+        exported = subprocess.run(
+            [sys.executable, "-m", "cli", "export", second["job_id"], "--gone", "--format",
+             "json"], cwd=ROOT, env=cluster.env, capture_output=True, text=True, timeout=60,
+            check=True).stdout
+        assert cluster.sandbox is not None
+        base = cluster.sandbox.base_url
     after = site.world
     changed = changed_pages(WORLD, after)
     fetched = after_asks - before_asks
@@ -81,6 +95,14 @@ def test_a_recrawl_finds_every_change_and_fetches_only_the_volatile_and_the_chan
         got = {s: c[field] for s, c in second["steps"].items() if c[field]}
         assert got == dict(per_step), (field, mutation)
     assert second["steps"]["thread"]["gone"] == 1  # the deleted thread, never fetched again
+    # 2b. each gone unit is listed with its URL (the summary's and the export's lists), and
+    # every step's outcomes add up to what it spawned, gone units included
+    gone_pages = {u for u, pair in changed.items() if pair in {(200, 404), (200, 410)}}
+    assert {g.url.removeprefix(base).removesuffix("?") for g in listed} == gone_pages
+    assert [g["url"] for g in json.loads(exported)] == [g.url for g in listed]
+    assert [g["url"] for g in second["gone_units"]] == [g.url for g in listed][:20]
+    for step, counts in second["steps"].items():
+        assert sum(counts[o] for o in OUTCOMES) == counts["spawned"], (step, counts)
     # 3. the dead threads (never stored) are the only failures, as in the first crawl
     assert second["state"] == first["state"] == "finished_with_failures"
     assert second["totals"]["failed"] == len(expected(after).failures)

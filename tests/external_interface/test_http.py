@@ -66,7 +66,7 @@ def test_json_bodies_parse() -> None:
 def test_a_requests_copy_with_changes_is_what_dataclasses_replace_makes() -> None:
     request = Request("http://example.com/a", params={"q": "1"}, headers={"A": "1"},
                       accept_statuses=(404,))
-    copy = request.but(headers={"B": "2"}, proxy="http://p:1")
+    copy = request.replace(headers={"B": "2"}, proxy="http://p:1")
     assert copy == replace(request, headers={"B": "2"}, proxy="http://p:1")
     assert request.headers == {"A": "1"} and request.proxy is None  # the original unchanged
     assert request.with_headers(B="2").headers == {"A": "1", "B": "2"}

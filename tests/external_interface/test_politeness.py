@@ -16,7 +16,7 @@ import redis
 from config import Politeness
 from external_interface.politeness import Grant, Limiter, MustWait, Wait, acquire
 from external_interface.politeness.factory import limiter_from_redis
-from utils import embedded_redis
+from ops import embedded_redis
 
 FORK = multiprocessing.get_context("fork")
 T0 = 1_000_000.0  # a fixed "now" for the deterministic GCRA tests

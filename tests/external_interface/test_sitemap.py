@@ -10,7 +10,7 @@ import pytest
 
 from config import FetchSettings
 from exceptions import ParseError, ResponseRejected
-from external_interface.fetch import Fetcher
+from external_interface.clients.http import HttpClient
 from external_interface.http import Request, Response
 from external_interface.sitemap import MAX_ENTRIES, parse_lastmod, parse_sitemap, walk_sitemaps
 from tests.external_interface.robots.site import Route, serve
@@ -136,7 +136,7 @@ def test_an_index_of_indexes_is_walked_to_a_bounded_depth_each_file_once() -> No
             "/deepest.xml": Route(body=urlset(f"{base}/too-deep")),
             "/pages.xml.gz": Route(body=gzip.compress(urlset(f"{base}/a", f"{base}/b"))),
         })
-        fetcher = Fetcher(FetchSettings())
+        fetcher = HttpClient(FetchSettings())
 
         def fetch(url: str) -> Response:
             return fetcher.fetch_raw(Request(url))
@@ -156,7 +156,7 @@ def test_a_failing_child_sitemap_is_skipped() -> None:
     with serve(routes) as site:
         routes["/root.xml"] = Route(body=index(f"{site.base}/gone.xml", f"{site.base}/ok.xml"))
         routes["/ok.xml"] = Route(body=urlset(f"{site.base}/page"))
-        fetcher = Fetcher(FetchSettings())
+        fetcher = HttpClient(FetchSettings())
         found = list(walk_sitemaps([f"{site.base}/root.xml"],
                                    lambda url: fetcher.fetch_raw(Request(url))))
     assert [e.loc for e in found] == [f"{site.base}/page"]

@@ -31,10 +31,15 @@ from exceptions import (
     TransientError,
     TryAgain,
 )
-from external_interface.fetch import Fetcher
 from external_interface.http import Request
-from external_interface.statuses import STATUSES, parse_retry_after, status_table
-from tests.external_interface.raw_server import RawServer, response
+from external_interface.statuses import (
+    STATUSES,
+    parse_retry_after,
+    rule_for,
+    status_error,
+    status_table,
+)
+from tests.external_interface.clients.raw_server import AnyClient, RawServer, client, response
 
 NOW = 1_700_000_000.0
 
@@ -56,11 +61,11 @@ def server() -> Iterator[RawServer]:
 
 
 @pytest.fixture(scope="module")
-def fetcher() -> Fetcher:
-    return Fetcher(FetchSettings(deadline_s=2, connect_timeout_s=0.5))
+def fetcher(client_name: str) -> AnyClient:
+    return client(client_name, FetchSettings(deadline_s=2, connect_timeout_s=0.5))
 
 
-def _fetch_status(fetcher: Fetcher, server: RawServer, code: int,
+def _fetch_status(fetcher: AnyClient, server: RawServer, code: int,
                   retry_after: str | None = None) -> CrawlError:
     query = {"code": str(code)} | ({"ra": retry_after} if retry_after is not None else {})
     with pytest.raises(CrawlError) as caught:
@@ -90,7 +95,7 @@ def _fetch_status(fetcher: Fetcher, server: RawServer, code: int,
     (599, ServerError, TransientError),
 ])
 def test_each_status_raises_the_error_that_says_what_to_do(
-        fetcher: Fetcher, server: RawServer, code: int, error: type[CrawlError],
+        fetcher: AnyClient, server: RawServer, code: int, error: type[CrawlError],
         branch: type[CrawlError]) -> None:
     raised = _fetch_status(fetcher, server, code)
     assert type(raised) is error and isinstance(raised, branch)
@@ -102,14 +107,14 @@ def test_a_gone_page_is_also_not_found_for_code_that_catches_that() -> None:
     assert issubclass(Gone, NotFound)
 
 
-def test_a_proxy_refusal_blames_the_proxy(fetcher: Fetcher, server: RawServer) -> None:
+def test_a_proxy_refusal_blames_the_proxy(fetcher: AnyClient, server: RawServer) -> None:
     raised = _fetch_status(fetcher, server, 407)
     assert isinstance(raised, ProxyRefused) and raised.resource == "proxy"
 
 
 @pytest.mark.parametrize("scheme", ["http", "https"])
 def test_a_proxy_that_answers_407_is_refused_for_plain_and_tunnelled_requests(
-        fetcher: Fetcher, scheme: str) -> None:
+        fetcher: AnyClient, scheme: str) -> None:
     proxy = RawServer()  # answers every proxied request and CONNECT with 407
     try:
         with pytest.raises(ProxyRefused) as caught:
@@ -135,7 +140,7 @@ def test_a_proxy_that_answers_407_is_refused_for_plain_and_tunnelled_requests(
     (408, "5", None),
 ])
 def test_retry_after_is_honoured_on_429_and_503_only_and_garbage_is_no_advice(
-        fetcher: Fetcher, server: RawServer, code: int, header: str | None,
+        fetcher: AnyClient, server: RawServer, code: int, header: str | None,
         advice: float | None) -> None:
     raised = _fetch_status(fetcher, server, code, header)
     assert isinstance(raised, TransientError) and raised.retry_after == advice
@@ -143,7 +148,7 @@ def test_retry_after_is_honoured_on_429_and_503_only_and_garbage_is_no_advice(
 
 @pytest.mark.parametrize("code", [429, 503])
 def test_a_retry_after_date_is_the_wait_until_then(
-        fetcher: Fetcher, server: RawServer, code: int) -> None:
+        fetcher: AnyClient, server: RawServer, code: int) -> None:
     raised = _fetch_status(fetcher, server, code, formatdate(time.time() + 120, usegmt=True))
     assert isinstance(raised, TransientError) and raised.retry_after is not None
     assert 60 < raised.retry_after <= 120
@@ -166,3 +171,12 @@ def test_the_readme_table_shows_every_status_and_the_fallbacks() -> None:
         assert f"| {code} | `{rule.error.__name__}` |" in table
     assert "| other 4xx | `ClientError` | permanent |" in table
     assert "| other 5xx | `ServerError` | transient |" in table
+
+
+def test_a_401_is_permanent_on_a_site_without_a_session_pool() -> None:
+    assert rule_for(401) is STATUSES[401] and STATUSES[401].error is SessionExpired
+    error = status_error(401, "http://h/x", sessions=False)
+    assert type(error) is ClientError and isinstance(error, PermanentError)
+    assert error.reason == "ClientError: 401 Unauthorized: the site has no session pool to rotate"
+    assert status_error(403, "http://h/x", sessions=False).__class__ is Banned  # 401 only
+    assert "| 401, site without a session pool | `ClientError` | permanent |" in status_table()

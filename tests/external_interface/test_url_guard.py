@@ -14,10 +14,10 @@ from urllib.parse import unquote
 import pytest
 
 from config import FetchSettings
-from exceptions import UnsafeURL
-from external_interface.fetch import Fetcher
+from exceptions import NetworkError, UnsafeURL
 from external_interface.http import Request
 from external_interface.url_guard import AddrInfo, UrlGuard, forbidden_reason, literal_ip
+from tests.external_interface.clients.raw_server import AnyClient, client
 
 
 class Counting(BaseHTTPRequestHandler):
@@ -71,8 +71,8 @@ def other() -> Iterator[Server]:
     srv.stop()
 
 
-def fetcher(guard: UrlGuard | None) -> Fetcher:
-    return Fetcher(FetchSettings(deadline_s=3, connect_timeout_s=1), guard=guard)
+def fetcher(guard: UrlGuard | None, name: str = "http") -> AnyClient:
+    return client(name, FetchSettings(deadline_s=3, connect_timeout_s=1), guard=guard)
 
 
 NUMERIC_LOOPBACK = ["127.0.0.1", "2130706433", "0x7f.1", "0177.0.0.1", "127.1", "0x7f000001",
@@ -134,48 +134,51 @@ def test_a_bad_allow_list_entry_fails_at_startup(entry: str) -> None:
         UrlGuard([entry])
 
 
-def test_metadata_stays_refused_inside_an_allowed_network() -> None:
+def test_metadata_stays_refused_inside_an_allowed_network(client_name: str) -> None:
     guard = UrlGuard(["169.254.0.0/16", "fd00::/8"])
     assert guard.allows(ipaddress.ip_address("169.254.1.1"), 80)
     assert not guard.allows(ipaddress.ip_address("169.254.169.254"), 80)
     assert not guard.allows(ipaddress.ip_address("fd00:ec2::254"), 80)
     with pytest.raises(UnsafeURL, match="metadata"):
-        fetcher(guard).fetch(Request("http://169.254.169.254/latest/meta-data/"))
+        fetcher(guard, client_name).fetch(Request("http://169.254.169.254/latest/meta-data/"))
 
 
 # -- fetching --------------------------------------------------------------------------
 @pytest.mark.parametrize("host", NUMERIC_LOOPBACK)
 def test_numeric_spellings_really_reach_loopback_without_the_guard(
-        server: Server, host: str) -> None:
-    assert fetcher(None).fetch(Request(f"http://{host}:{server.port}/")).body == b"ok"
+        server: Server, host: str, client_name: str) -> None:
+    assert fetcher(None, client_name).fetch(Request(f"http://{host}:{server.port}/")).body == b"ok"
 
 
 @pytest.mark.parametrize("host", [*NUMERIC_LOOPBACK, "127.0.0.1.", "0x7F.1.", "localhost",
                                   "LOCALHOST", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]"])
-def test_the_guard_refuses_loopback_in_every_spelling(server: Server, host: str) -> None:
+def test_the_guard_refuses_loopback_in_every_spelling(
+        server: Server, host: str, client_name: str) -> None:
     with pytest.raises(UnsafeURL, match="SSRF guard") as caught:
-        fetcher(UrlGuard()).fetch(Request(f"http://{host}:{server.port}/"))
+        fetcher(UrlGuard(), client_name).fetch(Request(f"http://{host}:{server.port}/"))
     assert server.hits == 0 and caught.value.url
 
 
 def test_an_allow_listed_endpoint_is_fetched_and_its_neighbours_are_not(
-        server: Server, other: Server) -> None:
-    guarded = fetcher(UrlGuard([f"127.0.0.1:{server.port}"]))
+        server: Server, other: Server, client_name: str) -> None:
+    guarded = fetcher(UrlGuard([f"127.0.0.1:{server.port}"]), client_name)
     assert guarded.fetch(Request(f"http://0x7f.1:{server.port}/")).body == b"ok"
     with pytest.raises(UnsafeURL):
         guarded.fetch(Request(f"http://127.0.0.1:{other.port}/"))
     assert other.hits == 0
 
 
-def test_an_allow_listed_network_covers_every_port(server: Server, other: Server) -> None:
-    guarded = fetcher(UrlGuard(["127.0.0.0/8"]))
+def test_an_allow_listed_network_covers_every_port(
+        server: Server, other: Server, client_name: str) -> None:
+    guarded = fetcher(UrlGuard(["127.0.0.0/8"]), client_name)
     assert guarded.fetch(Request(f"http://127.0.0.1:{other.port}/")).body == b"ok"
 
 
 @pytest.mark.parametrize("target", ["http://127.0.0.1:{port}/", "http://2130706433:{port}/",
                                     "http://localhost:{port}/", "http://[::ffff:7f00:1]:{port}/"])
-def test_every_redirect_hop_is_checked(server: Server, other: Server, target: str) -> None:
-    guarded = fetcher(UrlGuard([f"127.0.0.1:{server.port}"]))
+def test_every_redirect_hop_is_checked(
+        server: Server, other: Server, target: str, client_name: str) -> None:
+    guarded = fetcher(UrlGuard([f"127.0.0.1:{server.port}"]), client_name)
     with pytest.raises(UnsafeURL):
         guarded.fetch(Request(f"http://127.0.0.1:{server.port}/redirect?to="
                               + target.format(port=other.port)))
@@ -183,9 +186,9 @@ def test_every_redirect_hop_is_checked(server: Server, other: Server, target: st
 
 
 def test_through_a_proxy_the_target_host_is_checked_before_sending(
-        server: Server, other: Server) -> None:
+        server: Server, other: Server, client_name: str) -> None:
     proxy = f"http://127.0.0.1:{other.port}"
-    guarded = fetcher(UrlGuard([f"127.0.0.1:{other.port}"]))
+    guarded = fetcher(UrlGuard([f"127.0.0.1:{other.port}"]), client_name)
     for target in (f"http://127.0.0.1:{server.port}/", f"http://localhost:{server.port}/"):
         with pytest.raises(UnsafeURL):
             guarded.fetch(Request(target, proxy=proxy))
@@ -200,7 +203,7 @@ class Answers:
         self.answers, self.calls = list(answers), 0
 
     def __call__(self, host: str, port: int) -> list[AddrInfo]:
-        assert host == "rebind.test"
+        assert host.lower().rstrip(".") == "rebind.test"
         answer = self.answers[min(self.calls, len(self.answers) - 1)]
         self.calls += 1
         return [(socket.AF_INET, (ip, port)) for ip in answer]
@@ -225,18 +228,18 @@ def twins() -> Iterator[tuple[Server, Server]]:
     (["127.0.0.2", "127.0.0.1"],),  # a mixed answer: only the allowed address is used
 ])
 def test_the_connection_goes_to_the_address_that_was_checked(
-        twins: tuple[Server, Server], answers: tuple[list[str], ...]) -> None:
+        twins: tuple[Server, Server], answers: tuple[list[str], ...], client_name: str) -> None:
     allowed, refused = twins
     resolver = Answers(*answers)
-    guarded = fetcher(UrlGuard(["127.0.0.1/32"], resolve=resolver))
+    guarded = fetcher(UrlGuard(["127.0.0.1/32"], resolve=resolver), client_name)
     assert guarded.fetch(Request(f"http://rebind.test:{allowed.port}/")).body == b"ok"
     assert resolver.calls == 1 and allowed.hits == 1 and refused.hits == 0
 
 
 def test_a_name_resolving_only_to_refused_addresses_is_refused(
-        twins: tuple[Server, Server]) -> None:
+        twins: tuple[Server, Server], client_name: str) -> None:
     allowed, refused = twins
-    guarded = fetcher(UrlGuard(["127.0.0.1/32"], resolve=Answers(["127.0.0.2"])))
+    guarded = fetcher(UrlGuard(["127.0.0.1/32"], resolve=Answers(["127.0.0.2"])), client_name)
     with pytest.raises(UnsafeURL, match=r"127\.0\.0\.2"):
         guarded.fetch(Request(f"http://rebind.test:{allowed.port}/"))
     assert refused.hits == 0
@@ -253,9 +256,33 @@ def server6() -> Iterator[Server]:
     srv.stop()
 
 
-def test_ipv6_loopback_is_refused_and_reachable_without_the_guard(server6: Server) -> None:
+def test_ipv6_loopback_is_refused_and_reachable_without_the_guard(
+        server6: Server, client_name: str) -> None:
     url = f"http://[::1]:{server6.port}/"
-    assert fetcher(None).fetch(Request(url)).body == b"ok"
+    assert fetcher(None, client_name).fetch(Request(url)).body == b"ok"
     with pytest.raises(UnsafeURL, match="loopback"):
-        fetcher(UrlGuard()).fetch(Request(url))
+        fetcher(UrlGuard(), client_name).fetch(Request(url))
     assert server6.hits == 1
+
+
+@pytest.mark.parametrize("host", ["rebind.test.", "REBIND.test"])
+def test_every_spelling_of_a_checked_name_goes_to_the_checked_address(
+        twins: tuple[Server, Server], host: str, client_name: str) -> None:
+    """A final dot or another case names the same host: no spelling may slip past to a
+    lookup the guard did not check."""
+    allowed, refused = twins
+    resolver = Answers(["127.0.0.1"], ["127.0.0.2"])
+    guarded = fetcher(UrlGuard(["127.0.0.1/32"], resolve=resolver), client_name)
+    assert guarded.fetch(Request(f"http://{host}:{allowed.port}/")).body == b"ok"
+    assert allowed.hits == 1 and refused.hits == 0
+
+
+def test_a_name_the_guard_cannot_resolve_is_not_fetched(server: Server, client_name: str) -> None:
+    """``localhost`` resolves everywhere else: nothing may look it up behind the guard."""
+    def fails(host: str, port: int) -> list[AddrInfo]:
+        raise socket.gaierror(socket.EAI_AGAIN, "temporary failure in name resolution")
+
+    guarded = fetcher(UrlGuard(["127.0.0.0/8"], resolve=fails), client_name)
+    with pytest.raises(NetworkError, match="resolve"):
+        guarded.fetch(Request(f"http://localhost:{server.port}/"))
+    assert server.hits == 0

@@ -53,11 +53,37 @@ def test_pages_per_second_come_from_two_refreshes_when_workers_count_no_pace() -
 
 
 def test_a_section_another_module_fills_is_drawn_as_a_table() -> None:
-    sites = {"demo": {"rate_per_s": 4.0, "cooldown_s": 30}}
-    text = render_text(Dashboard(), a_snapshot(1.0, sites=sites))
-    assert re.search(r"demo\s+│\s+30\s+│\s+4.0", text), text
-    assert "pools: no data yet" in text
-    assert "sites: no data yet" in render_text(Dashboard(), a_snapshot(1.0))
+    pools = {"cookie:demo": {"ready": 4, "resting": 30}}
+    text = render_text(Dashboard(), a_snapshot(1.0, pools=pools))
+    assert re.search(r"cookie:demo\s+│\s+4\s+│\s+30", text), text
+    assert "sites: no data yet" in text
+    assert "pools: no data yet" in render_text(Dashboard(), a_snapshot(1.0))
+
+
+def test_sites_and_throttle_are_named_columns_in_human_units() -> None:
+    sites = {"demo": {"rate_per_s": 4.0, "rate_estimate_per_s": 3.25, "max_concurrency": 8,
+                      "leases_held": 2, "cooldown_remaining_s": 30.0, "next_slot_in_s": 0.25,
+                      "penalties": 1}}
+    throttle = {"forum": {"phase": "slow-start", "rate_per_s": 12.5, "ceiling_per_s": None,
+                          "window": 6, "latency_s": 0.042, "rate_limited": 0,
+                          "server_errors": 3}}
+    text = render_text(Dashboard(), a_snapshot(1.0, sites=sites, throttle=throttle), 80)
+    assert re.search(r"demo +4\.0/s +3\.2/s +2/8 +30\.0 s +250 ms +1", text), text
+    assert re.search(r"forum +slow-start +12\.5/s +- +6 +42 ms +0 +3", text), text
+
+
+def test_at_80_columns_the_jobs_table_keeps_full_ids_state_and_counts() -> None:
+    views = [a_view(f"{n:016x}", 10 * n, 100) for n in range(1, 4)]
+    text = render_text(Dashboard(), a_snapshot(1.0, *views), 80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for view in views:
+        line = job_line(text, view["job_id"])
+        assert "running" in line and f"{view['progress']['finished']}/100" in line
+
+
+def test_a_queue_no_live_worker_consumes_says_how_to_start_one() -> None:
+    text = render_text(Dashboard(), a_snapshot(1.0, consumers={"forum": ["w@h"]}), 80)
+    assert re.search(r"demo +3 +none: ./control.sh start worker", text), text
 
 
 def test_error_reasons_are_shown_with_secrets_masked() -> None:

@@ -12,7 +12,7 @@ import pytest
 from config import FetchSettings
 from exceptions import ClientError
 from external_interface.captcha import Challenge
-from external_interface.fetch import Fetcher
+from external_interface.clients.http import HttpClient
 from external_interface.http import Request
 from external_interface.user_agent.bundled import AGENTS
 from sandbox.calls import Call
@@ -74,7 +74,7 @@ def http_site() -> Iterator[str]:
 
 def test_over_http_a_stale_signature_is_refused_and_a_fresh_one_accepted(
         http_site: str) -> None:
-    fetcher = Fetcher(FetchSettings())
+    fetcher = HttpClient(FetchSettings())
     request = Request(f"{http_site}/h5/feed", params={"page": "1"})
     assert fetcher.fetch(SIGNER.sign(request, time.time())).json()["page"] == 1
     with pytest.raises(ClientError) as refused:

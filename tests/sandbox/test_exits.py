@@ -9,7 +9,7 @@ import pytest
 
 from config import FetchSettings
 from exceptions import Banned
-from external_interface.fetch import Fetcher
+from external_interface.clients.http import HttpClient
 from external_interface.http import Request
 from sandbox.defences import Defences
 from sandbox.exits import Exits, exit_address, running_exits
@@ -39,7 +39,7 @@ def test_exit_addresses_count_up_from_127_0_0_11() -> None:
 
 def test_through_each_proxy_the_site_sees_that_proxys_exit_address(
         exits: Exits, server: SandboxServer) -> None:
-    fetcher = Fetcher(FetchSettings())
+    fetcher = HttpClient(FetchSettings())
     before = len(server.hits())
     for url in exits.urls[:2]:
         for page in ("1", "2"):
@@ -53,7 +53,7 @@ def test_through_each_proxy_the_site_sees_that_proxys_exit_address(
 
 def test_the_site_bans_one_exit_while_the_others_still_work(
         exits: Exits, server: SandboxServer) -> None:
-    fetcher = Fetcher(FetchSettings())
+    fetcher = HttpClient(FetchSettings())
     url = f"{server.base_url}/h5/feed"
     with pytest.raises(Banned):
         fetcher.fetch(Request(url, params={"page": "1"}, proxy=exits.urls[2]))
@@ -61,7 +61,7 @@ def test_the_site_bans_one_exit_while_the_others_still_work(
 
 
 def test_a_proxy_refuses_to_leave_loopback(exits: Exits) -> None:
-    response = Fetcher(FetchSettings()).fetch_raw(
+    response = HttpClient(FetchSettings()).fetch_raw(
         Request("http://192.0.2.1/", proxy=exits.urls[0]))
     assert response.status == 403 and b"loopback" in response.body
 

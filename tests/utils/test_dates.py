@@ -50,3 +50,12 @@ def test_an_unknown_form_fails_naming_the_text() -> None:
 def test_a_naive_clock_is_refused() -> None:
     with pytest.raises(ValueError, match="aware"):
         relative_time("just now", datetime(2026, 11, 20, 12, 0))
+
+
+@pytest.mark.parametrize("text", ["just now", "5 minutes ago", "3小时前", "yesterday at 14:05",
+                                  "on 2026-10-01 at 08:30", "11-19 10:00",
+                                  "2026-11-01T10:00:00+02:00"])
+def test_every_form_comes_back_in_the_one_timezone_asked_for(text: str) -> None:
+    """One page's times, mixed forms, all in the site's timezone: none in UTC beside them."""
+    assert relative_time(text, NOW, tz=BEIJING).utcoffset() == timedelta(hours=8)
+    assert relative_time(text, NOW).utcoffset() == timedelta(0)

@@ -20,6 +20,13 @@ SAME_RESOURCE = [
     ("http://example.com/s?a&b=1", "http://example.com/s?b=1&a="),
     ("http://example.com/s?a=1&&b=2", "http://example.com/s?b=2&a=1"),
     ("http://example.com/s?", "http://example.com/s"),
+    ("http://a:@example.com/a", "http://a@example.com/a"),
+    ("http://:@example.com/a", "http://example.com/a"),
+    ("http://example.com/a|b", "http://example.com/a%7cb"),
+    ("http://example.com/s?q=[1]^`{}", "http://example.com/s?q=%5B1%5D%5E%60%7B%7D"),
+    ("http://example.com/caf\ud800", "http://example.com/caf%ef%bf%bd"),
+    ("http://ex%61mple.com/a", "http://example.com/a"),
+    ("http://example.com\\a", "http://example.com/a"),
 ]
 
 OTHER_RESOURCE = [
@@ -35,6 +42,8 @@ OTHER_RESOURCE = [
     ("http://example.com/s?q=1%2B1", "http://example.com/s?q=1+1"),
     ("http://example.com/s?tag=a&tag=b", "http://example.com/s?tag=b&tag=a"),
     ("http://u:one@example.com/a", "http://u:two@example.com/a"),
+    ("http://example.com/s?q=a%20", "http://example.com/s?q=a"),
+    ("http://example.com/a%5Bb", "http://example.com/a%255Bb"),
 ]
 
 

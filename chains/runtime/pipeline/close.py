@@ -1,19 +1,24 @@
-"""The close phase: every unit's fate acted on, the batch finished in one ledger call.
+"""The close phase: every unit's fate acted on, the batch finished in one ledger call, and
+what it came to reported to the batch's observers.
 
 First the fates are judged against the budgets: a rotation past
 ``RESOURCES_MAX_ROTATIONS`` fails (``RotationsSpent``), a retry past
 ``TASK_MAX_RETRIES`` fails ("gave up after N retries"), a unit still live (the
-message was interrupted) is retried. Then one ``match`` sorts them: done, unchanged
+message was interrupted) is retried. A unit that met only transient errors also fails
+once ``TASK_GIVE_UP_S`` (2 minutes) have passed since its first start, retries left
+or not, naming the host and the error: a site that never answers ends its units in
+bounded time. Then one ``match`` sorts them: done, unchanged
 and skipped units are finished and failed ones recorded, with the batch's statistics
 and what the message carries on, in one atomic ledger call; dedup marks go first
-(after the save, never before). The adaptive throttle hears what the batch's fetches
-met (``polite.observe``: once per batch and bucket). Units that wait go back with a
-countdown and units
+(after the save, never before). Units that wait go back with a countdown and units
 whose resource was burnt go back at once (neither spends a retry); what is left to
 retry is returned for the task adapter to retry with backoff (Retry-After wins).
 Done units of a step with a recrawl policy count as ``new`` or ``changed``; gone ones
 end ``gone``, which is not a failure.
-Pools the batch found dry or low get their refill chain launched.
+
+Last, the batch is reported (``extensions.BatchClosed``) to its observers, the runtime's
+own first: metrics, the adaptive throttle's feedback, pool refills and what a refill
+job spent (``chains.runtime.observers``), then the cluster's and the site's.
 """
 
 from __future__ import annotations
@@ -23,14 +28,13 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from chains.runtime.dispatch import Publisher
-from chains.runtime.launch import launch
-from chains.runtime.ledger import Carry, Failure, Finish
-from chains.runtime.metrics import Metrics, Tally
-from chains.runtime.model import get_chain
-from chains.runtime.pipeline import polite
-from chains.runtime.pipeline.prepare import (
+from chains.runtime.extensions import BatchClosed, Outcome, UnitClosed
+from chains.runtime.ledger import Carried, Failure, Finish
+from chains.runtime.observers import announce
+from chains.runtime.pipeline.batch import (
     Batch,
     Done,
     Failed,
@@ -64,12 +68,37 @@ class Closed:
     retry: Retry | None = None
 
 
-def close(batch: Batch, runs: list[UnitRun], carry: Carry | None = None) -> Closed:
+def close(batch: Batch, runs: list[UnitRun], carried: Carried | None = None) -> Closed:
     """Mark, finish and count the batch, recording what its message carries on to;
-    send back what waits or rotates; return what is left to retry."""
-    spent = {"bans": sum(isinstance(r.error, Banned) for r in runs),
-             "captcha_solves": sum(r.outfit.solves for r in runs if r.outfit is not None)}
+    send back what waits or rotates; report it; return what is left to retry."""
     runs = [judge(batch, r) for r in runs]
+    ends, waits, rotate, retry = sort_fates(batch, runs)
+    _mark(batch, runs)
+    counts = batch_counts(runs, len(retry), len(rotate))
+    finished = batch.rt.ledger.finish_many(
+        batch.job_id, ends, batch.rt.ledger.step_counts(batch.envelope["step"], counts),
+        carried)
+    drops = Counter(reason for r in runs for reason in r.dropped)
+    if drops:
+        batch.rt.ledger.count_drops(batch.job_id, drops)
+    skips = Counter(r.fate.reason for r in runs if isinstance(r.fate, Skipped))
+    if skips:
+        batch.rt.ledger.count_skips(batch.job_id, skips)
+    if waits or rotate:
+        _send_back(batch, waits, rotate)
+    closed = Closed(Counter(e.outcome for e in ends))
+    closed.counts["retry"] = len(retry)
+    if retry:
+        batch.rt.ledger.end_attempt(batch.job_id, [r.unit["id"] for r in retry])
+        closed.retry = Retry([r.unit for r in retry], backoff(batch, retry))
+    announce(batch.observers, report(batch, runs, counts), finished.ended,
+             batch.rt.interrupts)
+    return closed
+
+
+def sort_fates(batch: Batch, runs: list[UnitRun]
+               ) -> tuple[list[Finish], list[UnitRun], list[UnitRun], list[UnitRun]]:
+    """The ledger's finishes, then the units that wait, rotate and retry."""
     ends: list[Finish] = []
     waits: list[UnitRun] = []
     rotate: list[UnitRun] = []
@@ -83,8 +112,9 @@ def close(batch: Batch, runs: list[UnitRun], carry: Carry | None = None) -> Clos
                 ends.append(Finish(r.unit["id"], step, "done", 0))
             case Skipped():
                 ends.append(Finish(r.unit["id"], step, "skipped"))
-            case Gone():
-                ends.append(Finish(r.unit["id"], step, "gone"))
+            case Gone(reason=reason):
+                ends.append(Finish(r.unit["id"], step, "gone",
+                                   failure=record(batch, r, _error_class(r), reason)))
             case Failed():
                 ends.append(failure(batch, r))
             case RetryAfter(kind="wait"):
@@ -93,27 +123,20 @@ def close(batch: Batch, runs: list[UnitRun], carry: Carry | None = None) -> Clos
                 rotate.append(r)
             case RetryAfter():
                 retry.append(r)
-    _mark(batch, runs)
+    return ends, waits, rotate, retry
+
+
+def batch_counts(runs: list[UnitRun], retried: int, rotated: int) -> dict[str, int]:
+    """The batch's statistics for the job's per-step counts."""
     changes: Counter[str] = Counter(
         r.fate.change for r in runs if isinstance(r.fate, Done) and r.fate.change)
-    unchanged = sum(isinstance(r.fate, Unchanged) for r in runs)
-    counts: dict[str, int] = {"retried": len(retry), "unchanged": unchanged, **changes, **spent,
-              "requests": sum(r.fetch is not None for r in runs), "rotations": len(rotate)}
-    batch.rt.ledger.finish_many(batch.job_id, ends,
-                                batch.rt.ledger.step_counts(step, counts), carry)
-    Metrics(batch.rt.redis).send(tally(batch.step.name, runs, ends), batch.job_id)
-    polite.observe(batch, runs)
-    if waits or rotate:
-        _send_back(batch, waits, rotate)
-    if batch.gear is not None:
-        _refill(batch, runs)
-        _credit(batch, counts)
-    closed = Closed(Counter(e.outcome for e in ends))
-    closed.counts["retry"] = len(retry)
-    if retry:
-        batch.rt.ledger.end_attempt(batch.job_id, [r.unit["id"] for r in retry])
-        closed.retry = Retry([r.unit for r in retry], backoff(batch, retry))
-    return closed
+    return {"retried": retried, "rotations": rotated, **changes,
+            "unchanged": sum(isinstance(r.fate, Unchanged) for r in runs),
+            "requests": sum(r.fetch is not None and not r.fetch.cached for r in runs),
+            "cache_hits": sum(r.fetch is not None and r.fetch.cached for r in runs),
+            "bans": sum(isinstance(r.error, Banned) for r in runs),
+            "captcha_solves": sum(r.leases.solves for r in runs if r.leases is not None),
+            "dropped_items": sum(len(r.dropped) for r in runs)}
 
 
 def judge(batch: Batch, r: UnitRun) -> UnitRun:
@@ -121,30 +144,52 @@ def judge(batch: Batch, r: UnitRun) -> UnitRun:
     fate = r.fate if r.fate is not None else RetryAfter(None, "interrupted before it finished")
     limits = batch.rt.settings
     if isinstance(fate, RetryAfter) and fate.kind == "rotate":
-        if r.outfit is None:  # nothing was leased to rotate: an ordinary retry
+        if r.leases is None:  # nothing was leased to rotate: an ordinary retry
             fate = RetryAfter(None, fate.reason)
         elif rotations(r.unit) > limits.resources.max_rotations:
             return r.ended(Failed("RotationsSpent", f"gave up after "
                                   f"{limits.resources.max_rotations} rotations onto fresh "
                                   f"resources: {fate.reason}"), r.error)
-    if (isinstance(fate, RetryAfter) and fate.kind == "backoff"
-            and retries_spent(batch, r.unit) >= limits.task.max_retries):
-        return r.ended(Failed("PermanentError", f"gave up after {limits.task.max_retries} "
-                              f"retries: {fate.reason}"), r.error)
+    if isinstance(fate, RetryAfter) and fate.kind == "backoff":
+        spent = retries_spent(batch, r.unit)
+        since = time.time() - batch.rt.ledger.first_start(batch.job_id, r.unit["id"])
+        if spent >= limits.task.max_retries or since >= limits.task.give_up_s:
+            return r.ended(Failed(_error_class(r), f"gave up after {spent} retries in "
+                                  f"{since:.0f} s (TASK_MAX_RETRIES {limits.task.max_retries}, "
+                                  f"TASK_GIVE_UP_S {limits.task.give_up_s:g}): {_host(r)}"
+                                  f"{r.error if r.error is not None else fate.reason}"),
+                           r.error)
     return r if fate is r.fate else r.ended(fate, r.error)
 
 
+def _error_class(r: UnitRun) -> str:
+    """The failure's error class: the last error's (NetworkError, ServerError), so failures
+    group by what went wrong rather than all under one name."""
+    return type(r.error).__name__ if r.error is not None else "PermanentError"
+
+
+def _host(r: UnitRun) -> str:
+    """``host:port: `` of the unit's request, for a reason that names where it failed."""
+    netloc = urlsplit(r.request.url).netloc if r.request is not None else ""
+    return f"{netloc.rpartition('@')[2]}: " if netloc else ""
+
+
 def failure(batch: Batch, r: UnitRun) -> Finish:
-    """The ledger's record of a unit failed for good: params, error, attempts, times."""
+    """The ledger's finish of a unit failed for good, with its record."""
     assert isinstance(r.fate, Failed)
     step = batch.envelope["step"]
-    record = Failure(
-        unit_id=r.unit["id"], step=step, params=r.unit["params"], error=r.fate.error,
-        message=r.fate.message, attempts=r.starts + retries_spent(batch, r.unit),
+    kept = record(batch, r, r.fate.error, r.fate.message)
+    log.info("unit %s of %s failed for good: %s", r.unit["id"], step, kept.reason)
+    return Finish(r.unit["id"], step, "failed", failure=kept)
+
+
+def record(batch: Batch, r: UnitRun, error: str, message: str) -> Failure:
+    """What the ledger keeps of a failed or gone unit: params, URL, error, attempts, times."""
+    return Failure(
+        unit_id=r.unit["id"], step=batch.envelope["step"], params=r.unit["params"],
+        error=error, message=message, attempts=r.starts + retries_spent(batch, r.unit),
         first_at=batch.rt.ledger.first_start(batch.job_id, r.unit["id"]),
         failed_at=time.time(), url=redact_url(r.request.full_url) if r.request else "")
-    log.info("unit %s of %s failed for good: %s", r.unit["id"], step, record.reason)
-    return Finish(r.unit["id"], step, "failed", failure=record)
 
 
 def _mark(batch: Batch, runs: list[UnitRun]) -> None:
@@ -196,48 +241,52 @@ def backoff_s(base_s: float, retries: int, max_s: float) -> float:
     return random.uniform(0.0, min(max_s, base_s * 2 ** retries))
 
 
-def _refill(batch: Batch, runs: list[UnitRun]) -> list[str]:
-    """Launch the refill chains of the pools this batch found dry or low, against the same
-    server as the job that ran dry (its site settings); returns their job ids."""
-    gear = batch.gear
-    assert gear is not None
-    kinds = {r.need for r in runs if r.need} | {
-        kind for r in runs if r.outfit is not None for kind in r.outfit.low}
-    asked_by = {"job": batch.job_id, "step": batch.envelope["step"]}
-    jobs = []
-    for kind in sorted(kinds):
-        plan = gear.declared.refills.get(kind)
-        if plan is None:
-            continue
-        for params in batch.rt.providers.refills.claim(kind, gear.site, plan, asked_by):
-            jobs.append(launch(get_chain(plan.chain), params, runtime=batch.rt, settings={
-                gear.site: batch.settings.model_dump(mode="json")}).job_id)
-    return jobs
+# -- the report -------------------------------------------------------------------
+def report(batch: Batch, runs: list[UnitRun], counts: dict[str, int]) -> BatchClosed:
+    """What the batch came to, for its observers."""
+    return BatchClosed(
+        job_id=batch.job_id, chain=batch.chain.name, site=batch.site.name,
+        step=batch.envelope["step"], task=batch.step.name,
+        units=tuple(unit_closed(batch, r) for r in runs), counts=counts,
+        settings=batch.settings.model_dump(mode="json"),
+        providers=batch.resources is not None)
 
 
-def _credit(batch: Batch, counts: dict[str, int]) -> None:
-    """What a refill job spent (requests, bans, rotations, captchas) counts in the job
-    that asked for it too."""
-    spent = {name: counts[name] for name in ("requests", "bans", "rotations",
-                                             "captcha_solves") if counts.get(name)}
-    if spent:
-        batch.rt.ledger.credit_requester(batch.job_id, spent)
+def unit_closed(batch: Batch, r: UnitRun) -> UnitClosed:
+    """One unit's line of the report."""
+    point, leases, bounds = r.fetch, r.leases, r.bounds
+    fate = r.fate
+    return UnitClosed(
+        job_id=batch.job_id, step=batch.envelope["step"], task=batch.step.name,
+        unit_id=r.unit["id"], url=redact_url(r.request.full_url) if r.request else "",
+        outcome=outcome_of(r), items=fate.items if isinstance(fate, Done) else 0,
+        error=fate.error if isinstance(fate, Failed) else
+        type(r.error).__name__ if r.error is not None else None,
+        reason=fate.message if isinstance(fate, Failed) else getattr(fate, "reason", None),
+        change=fate.change if isinstance(fate, Done) else None,
+        status=point.status if point else None, nbytes=point.nbytes if point else 0,
+        fetch_s=point.seconds if point else None, ended_at=point.ended if point else None,
+        retry_after_s=point.retry_after_s if point else None, parse_s=r.parse_s,
+        bucket=bounds.bucket if bounds else None, ceiling=bounds.ceiling if bounds else None,
+        proxy=leases.proxy if leases else None, need=r.need,
+        low=tuple(leases.low) if leases else (), rotated=isinstance(r.error, RotateError))
 
 
-def tally(task_name: str, runs: list[UnitRun], ends: list[Finish]) -> Tally:
-    """The batch's points for the cluster-wide metrics: fetches, parses, items stored,
-    outcomes (the ledger stays the exact count)."""
-    out = Tally(task_name).started(len(runs))
-    for r in runs:
-        if r.fetch is not None:
-            out.fetched(r.fetch.status, r.fetch.nbytes, r.fetch.seconds)
-        if r.parse_s is not None:
-            out.parsed(r.parse_s)
-    out.stored(sum(e.items for e in ends))
-    failed = [r.fate for r in runs if isinstance(r.fate, Failed)]
-    outcomes: dict[str, int] = {**Counter(e.outcome for e in ends if e.outcome != "failed"),
-                                "failed": len(failed)}
-    out.units_finished(outcomes, Counter(f.error for f in failed))
-    again = [r for r in runs if isinstance(r.fate, RetryAfter) and r.fate.kind != "wait"]
-    rotated = sum(1 for r in again if isinstance(r.error, RotateError))
-    return out.retried(len(again), rotated=rotated)
+def outcome_of(r: UnitRun) -> Outcome:
+    match r.fate:
+        case Done():
+            return "done"
+        case Unchanged():
+            return "unchanged"
+        case Skipped():
+            return "skipped"
+        case Gone():
+            return "gone"
+        case Failed():
+            return "failed"
+        case RetryAfter(kind="wait"):
+            return "wait"
+        case RetryAfter(kind="rotate"):
+            return "rotate"
+        case _:
+            return "retry"

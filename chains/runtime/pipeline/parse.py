@@ -1,54 +1,77 @@
 """The parse phase: each response through the site's parse function, as it arrives.
 
-Per unit: the ``after_request`` hook, the step's parse (a pure function: response
-in, items and next units out; a bug in it fails the unit for good, naming it), the
-``before_save`` hook. Then, for a unit whose request went through providers, each
-resource is reported: a ban burns the one it blames (the unit will avoid that exit),
-a 429 rests the proxy, a network error marks it down a little. Parsing runs in the
-message's own thread: the fetch threads only wait on sockets, so lxml's work is not
-handed between threads.
+Per unit: the middlewares' ``process_response`` (the cluster's, then the site's), the
+step's parse (a pure function: response in, items and next units out; a bug in it fails
+the unit for good, naming it), and the parse of each of the chain step's ``rules`` whose
+pattern the page's URL matches (their items join the step's). Then, for a unit whose
+request went through providers, each resource is reported: a ban burns the one it blames
+(the unit will avoid that exit), a 429 rests the proxy, a network error marks it down a
+little. Parsing runs in the message's own thread: the fetch threads only wait on
+sockets, so lxml's work is not handed between threads.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable
+from functools import lru_cache
 
-from chains.runtime.pipeline.prepare import Batch, UnitRun, obey
+from chains.runtime import registry
+from chains.runtime.extensions import UnitContext
+from chains.runtime.model import Rule
+from chains.runtime.pipeline.batch import Batch, UnitRun
+from chains.runtime.step import site_code
 from chains.runtime.units import rotated
 from exceptions import CrawlError, RotateError
-from external_interface.providers.outfit import settle
+from external_interface.http import Response
+from external_interface.providers.leases import report_leases
+from external_interface.storage import Item
 
 
 def parse(batch: Batch, runs: Iterable[UnitRun]) -> list[UnitRun]:
-    """Every run, the fetched ones parsed; each settled with its providers."""
-    return [_settle(batch, _parse_one(batch, r)) for r in runs]
+    """Every run, the fetched ones parsed; each one's leases reported."""
+    return [_report(batch, _parse_one(batch, r)) for r in runs]
 
 
 def _parse_one(batch: Batch, r: UnitRun) -> UnitRun:
     if not r.live or r.response is None:
         return r
-    ctx, response, hooks = r.ctx, r.response, batch.hooks
+    ctx, response, interrupts = r.ctx, r.response, batch.rt.interrupts
     assert ctx is not None
     try:
-        fate = obey("after_request", hooks.after_request(ctx, response))
-        if fate is not None:
-            return r.ended(fate)
+        for middleware in batch.middlewares:
+            response = site_code(middleware.process_response, response, ctx,
+                                 passing=interrupts)
         started = time.monotonic()
-        parsed = batch.step.parse(ctx.params, response, *batch.rt.interrupts, unit=ctx)
-        r = r.but(parsed=parsed, parse_s=time.monotonic() - started, response=None)
-        fate = obey("before_save", hooks.before_save(ctx, parsed.items))
+        parsed = batch.step.parse(ctx.params, response, *interrupts, unit=ctx)
+        for rule in batch.chain.steps[ctx.step].rules:
+            if rule_pattern(rule.pattern).search(response.url):
+                parsed.items += by_rule(rule, response, ctx, interrupts)
     except CrawlError as exc:
         return r.failed(exc)
-    return r.ended(fate) if fate is not None else r
+    return r.replace(parsed=parsed, parse_s=time.monotonic() - started, response=None)
 
 
-def _settle(batch: Batch, r: UnitRun) -> UnitRun:
+def by_rule(rule: Rule, response: Response, ctx: UnitContext,
+            interrupts: tuple[type[BaseException], ...]) -> list[Item]:
+    """The items of a rule's step on the page: its input is the page's URL."""
+    spec = registry.step(rule.step)
+    return list(spec.parse(spec.params({"url": response.url}), response, *interrupts,
+                           unit=ctx).items)
+
+
+@lru_cache(maxsize=256)
+def rule_pattern(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _report(batch: Batch, r: UnitRun) -> UnitRun:
     """Report how the unit's resources did; a rotate error counts a rotation on the unit."""
-    if batch.gear is None or r.outfit is None or r.fetch is None:
+    if batch.resources is None or r.leases is None or r.fetch is None:
         return r
-    avoid = settle(batch.rt.providers, batch.gear, r.outfit, r.error,
-                   batch.rt.settings.politeness.max_penalty_s)
+    avoid = report_leases(batch.rt.providers, batch.resources, r.leases, r.error,
+                          batch.rt.settings.politeness.max_penalty_s)
     if isinstance(r.error, RotateError):
         rotated(r.unit, avoid)
     return r

@@ -19,28 +19,21 @@ Per unit, before its fetch (the fetch phase):
               not per batch: the throttle's copy is refreshed every ``refresh_s``, and
               a batch waiting on its slots can outlast that
 
-After the batch (the close phase), ``observe`` feeds each bucket's responses to the
-throttle in one call per bucket: latency, status, Retry-After. A fetch through a
-pooled proxy is not fed to the site's throttle: a site limits each exit, and the
-proxy's own rest and per-exit bucket handle what it answers.
+After the batch, the throttle hears what its fetches met: an observer of the close
+(``chains.runtime.observers.ThrottleFeedback``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from external_interface.politeness.throttle import (
-    Observation,
-    crawl_delay_policy,
-    is_open,
-    strictest,
-)
+from chains.runtime.pipeline.batch import Bounds
+from external_interface.politeness.throttle import crawl_delay_policy, is_open, strictest
 
 if TYPE_CHECKING:
-    from chains.runtime.pipeline.prepare import Batch, UnitRun
+    from chains.runtime.pipeline.batch import Batch
     from config import Politeness
     from external_interface.http_cache import FetchesRaw
     from external_interface.robots.policy import RobotsPolicy
@@ -51,24 +44,21 @@ def uses_cache(batch: Batch) -> bool:
     return bool(getattr(batch.settings, "http_cache", False))
 
 
+def client(batch: Batch) -> str:
+    """The fetch client of the batch's units (the step's, the job's or the site's)."""
+    return batch.site.client_for(batch.step.client, batch.settings)
+
+
 def fetcher(batch: Batch) -> FetchesRaw:
-    """The fetcher of the batch's units: the development cache when the job, or the
-    workers, ask for it."""
-    return batch.rt.fetcher_for(uses_cache(batch))
+    """The fetcher of the batch's units: their client, through the development cache
+    when the job, or the workers, ask for it."""
+    return batch.rt.fetcher_for(uses_cache(batch), client(batch))
 
 
 def robots(batch: Batch) -> RobotsPolicy | None:
-    """The robots.txt policy the batch obeys; None for a site that opted out."""
-    return batch.rt.robots_for(uses_cache(batch)) if batch.site.robots else None
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """What a unit's fetch is under: the bucket it takes its slot in (and the throttle
-    key), and the hard limit above any rate the throttle sets there (None: none)."""
-
-    bucket: str
-    ceiling: Politeness | None
+    """The robots.txt policy the batch obeys, read with the batch's client; None for a
+    site that opted out."""
+    return batch.rt.robots_for(uses_cache(batch), client(batch)) if batch.site.robots else None
 
 
 def bounds(batch: Batch, urls: Sequence[str],
@@ -105,22 +95,3 @@ def policy(batch: Batch, key: str, cap: Politeness | None) -> Politeness | None:
         return cap
     current = throttle.current(key, cap)
     return None if is_open(current, batch.rt.settings.throttle.max_concurrency, cap) else current
-
-
-def observe(batch: Batch, runs: list[UnitRun]) -> None:
-    """Tell the throttle what the batch's fetches met: one call per bucket."""
-    throttle = batch.rt.throttle
-    if throttle is None:
-        return
-    seen: dict[str, tuple[Bounds, list[Observation]]] = {}
-    for r in runs:
-        point, bounds = r.fetch, r.bounds
-        if point is None or bounds is None or (r.outfit is not None and r.outfit.proxy):
-            continue
-        found = seen.get(bounds.bucket)
-        if found is None:
-            found = seen[bounds.bucket] = (bounds, [])
-        found[1].append(Observation(point.seconds, point.status, point.retry_after_s,
-                                    point.ended))
-    for key, (first, observed) in seen.items():
-        throttle.observe(key, observed, first.ceiling)

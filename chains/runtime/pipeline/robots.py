@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from chains.runtime.pipeline import polite
 
 if TYPE_CHECKING:
-    from chains.runtime.pipeline.prepare import Batch
+    from chains.runtime.pipeline.batch import Batch
     from external_interface.robots import RobotsVerdict
 
 

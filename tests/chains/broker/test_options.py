@@ -84,7 +84,7 @@ def test_classic_queues_keep_message_priorities(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_an_unknown_queue_type_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ValueError, match="queue_type"):
+    with pytest.raises(ValueError, match="CELERY_QUEUE_TYPE='stream'"):
         settings_for(monkeypatch, AMQP, CELERY_QUEUE_TYPE="stream")
 
 

@@ -22,6 +22,7 @@ def runtime_env(redis_socket: Path, redis_client: redis.Redis, tmp_path: Path,
     db = redis_client.connection_pool.connection_kwargs["db"]
     monkeypatch.setenv("STATE_REDIS_URL", f"unix://{redis_socket}?db={db}")
     monkeypatch.setenv("STORAGE_URL", f"sqlite:///{tmp_path / 'items.db'}")
+    monkeypatch.setenv("LAUNCH_WORKERS", "off")  # a Recorder keeps what no worker consumes
     return monkeypatch
 
 

@@ -39,14 +39,14 @@ def test_the_ssrf_guard_refuses_loopback_unless_allowed(
         monkeypatch: pytest.MonkeyPatch, redis_socket: Path, tmp_path: Path, site: str) -> None:
     guarded = resources(monkeypatch, redis_socket, tmp_path, FETCH_SSRF_GUARD="true")
     with pytest.raises(UnsafeURL):
-        guarded.fetcher.fetch(Request(f"{site}/h5/feed"))
+        guarded.fetcher.fetch_raw(Request(f"{site}/h5/feed"))
     port = site.rsplit(":", 1)[1]
     allowed = resources(monkeypatch, redis_socket, tmp_path, FETCH_SSRF_GUARD="true",
                         FETCH_SSRF_ALLOW=f'["127.0.0.1:{port}"]')
-    assert allowed.fetcher.fetch(Request(f"{site}/h5/feed")).status == 200
+    assert allowed.fetcher.fetch_raw(Request(f"{site}/h5/feed")).status == 200
 
 
 def test_without_the_guard_loopback_is_fetched(
         monkeypatch: pytest.MonkeyPatch, redis_socket: Path, tmp_path: Path, site: str) -> None:
     plain = resources(monkeypatch, redis_socket, tmp_path)
-    assert plain.fetcher.fetch(Request(f"{site}/h5/feed")).status == 200
+    assert plain.fetcher.fetch_raw(Request(f"{site}/h5/feed")).status == 200

@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from chains.runtime.dispatch import Held, Publisher, Recorder, message_priority
+from chains.runtime.dispatch import Outbox, Publisher, Recorder, message_priority
 from chains.runtime.model import Chain, Link, Step
-from chains.runtime.routes import Routes
+from chains.runtime.model import Chain as Routes
 from chains.runtime.units import Unit, by_depth, children, make_unit, unit_id
 
 CHAIN = Chain(
@@ -70,7 +70,7 @@ def test_a_message_running_its_list_on_holds_its_next_page_and_sends_only_full_m
     chain = CHAIN.model_copy(update={"steps": {
         "list": Step(task="s.p.list", inline_next=5),
         "item": Step(task="s.p.item", batch_size=4)}})
-    publisher, held = Recording(), Held()
+    publisher, held = Recording(), Outbox()
     for page, ids in enumerate([["a", "b", "c"], ["d", "e", "f"]]):
         kids = children(chain, "list", {"rows": [{"id": i} for i in ids]},
                         next_page={"page": page + 2}, page=page)

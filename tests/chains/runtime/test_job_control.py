@@ -25,13 +25,14 @@ WORLD = World(seed=3)
 
 def crawlchain(cluster: Cluster, *args: str,
                timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    """``python -m chains ARGS`` as a user on the cluster's host runs it."""
-    return subprocess.run([sys.executable, "-m", "chains", *args], cwd=ROOT, env=cluster.env,
+    """``python -m cli ARGS`` as a user on the cluster's host runs it."""
+    return subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=cluster.env,
                           text=True, capture_output=True, timeout=timeout, check=False)
 
 
 def summary(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     assert "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.strip(), done.stderr
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 

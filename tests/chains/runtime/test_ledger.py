@@ -11,7 +11,7 @@ import redis
 
 from chains.runtime.dispatch import Recorder
 from chains.runtime.job_control import JobControl, JobStateError
-from chains.runtime.ledger import Carry, Failure, Finish, Ledger
+from chains.runtime.ledger import Carried, Failure, Finish, Ledger
 
 
 def new_job(r: redis.Redis, job_id: str = "j1") -> Ledger:
@@ -26,6 +26,15 @@ def test_registering_a_unit_twice_counts_it_once(redis_client: redis.Redis) -> N
     assert ledger.register("j1", [("u1", "feed"), ("u3", "feed")]) == {"u3"}
     assert ledger.pending("j1") == 3
     assert ledger.counts("j1")["feed"]["spawned"] == 3
+
+
+def test_ten_thousand_units_with_payloads_register_in_one_call(redis_client: redis.Redis) -> None:
+    """More payloads than Lua can unpack at once (about 8000 values): a launch with 10,000
+    root units, or a sitemap's page spawning as many."""
+    ledger = new_job(redis_client)
+    units = [(f"u{n}", "user") for n in range(10_000)]
+    assert len(ledger.register("j1", units, [f'{{"n": {n}}}' for n in range(10_000)])) == 10_000
+    assert len(ledger.open_units("j1")) == 10_000 and ledger.pending("j1") == 10_000
 
 
 def test_job_finishes_exactly_when_the_last_unit_finishes(redis_client: redis.Redis) -> None:
@@ -97,9 +106,9 @@ def test_finishing_many_units_counts_each_once_and_refuses_unknown_ones_whole(
         ledger.finish_many("j1", [Finish("a", "feed", "done", 2), Finish("zz", "feed", "done")])
     assert ledger.pending("j1") == 3  # nothing of the refused call was applied
     assert ledger.finish_many("j1", [Finish("a", "feed", "done", 2),
-                                     Finish("b", "feed", "skipped")]) == 2
+                                     Finish("b", "feed", "skipped")]).count == 2
     assert ledger.finish_many("j1", [Finish("a", "feed", "done", 2),
-                                     Finish("c", "feed", "done", 1)]) == 1
+                                     Finish("c", "feed", "done", 1)]).count == 1
     counts = ledger.counts("j1")["feed"]
     assert (counts["done"], counts["skipped"], counts["items"]) == (2, 1, 3)
     assert ledger.state("j1") == "finished"
@@ -120,11 +129,11 @@ def test_a_batchs_statistics_land_with_its_finish_in_one_call(redis_client: redi
     ledger = new_job(redis_client)
     ledger.register("j1", [("a", "feed")])
     counts = ledger.step_counts("feed", {"requests": 3, "retried": 2, "bans": 0})
-    assert ledger.finish_many("j1", [Finish("a", "feed", "done", 1)], counts) == 1
+    assert ledger.finish_many("j1", [Finish("a", "feed", "done", 1)], counts).count == 1
     feed = ledger.counts("j1")["feed"]
     assert (feed["requests"], feed["retried"], feed["done"]) == (3, 2, 1)
     assert ledger.state("j1") == "finished"
-    assert ledger.finish_many("j1", [], ledger.step_counts("feed", {"requests": 1})) == 0
+    assert ledger.finish_many("j1", [], ledger.step_counts("feed", {"requests": 1})).count == 0
     assert ledger.counts("j1")["feed"]["requests"] == 4  # a retry's request, after the finish
 
 
@@ -140,11 +149,11 @@ def test_what_a_message_carries_is_recorded_with_the_finish_and_dropped_when_its
     ledger = new_job(redis_client)
     ledger.register("j1", [("p1", "feed"), ("p2", "feed"), ("kid", "detail")],
                     ["payload-p1", "payload-p2", "payload-kid"])
-    ledger.finish_many("j1", [Finish("p1", "feed", "done")], carry=Carry("p1", ["p2", "kid"]))
+    ledger.finish_many("j1", [Finish("p1", "feed", "done")], carry=Carried("p1", ["p2", "kid"]))
     assert ledger.carried("j1") == {"p1": ["p2", "kid"]}
     assert ledger.open_payloads("j1", ["p1", "p2", "kid"]) == {
         "p2": "payload-p2", "kid": "payload-kid"}  # p1 finished: no longer open
-    ledger.finish_many("j1", [Finish("p2", "feed", "done")], carry=Carry("p1", []))
+    ledger.finish_many("j1", [Finish("p2", "feed", "done")], carry=Carried("p1", []))
     assert ledger.carried("j1") == {}
     assert ledger.state("j1") == "running"  # kid is still to come
 

@@ -124,6 +124,24 @@ def test_pace_prunes_old_buckets_so_a_long_job_keeps_a_small_hash(
     assert 0 < redis_client.ttl(keys.job_pace("long")) <= 86_400
 
 
+def test_a_jobs_life_is_every_bucket_from_its_start_to_its_end_in_5_s_then_in_minutes(
+        redis_client: redis.Redis) -> None:
+    start = 3_000_000.0  # a multiple of 60: buckets begin with it
+    clock = Clock(start)
+    metrics = Metrics(redis_client, clock=clock)
+    metrics.send(Tally(FEED).units_finished({"done": 10}), "life")
+    clock.now += 12
+    metrics.send(Tally(FEED).units_finished({"done": 5}), "life")
+    width, points = metrics.life("life", start, start + 14)
+    assert width == 5 and points == [(3_000_000, 10), (3_000_005, 0), (3_000_010, 5)]
+    for _ in range(PACE_KEEP_BUCKETS * 2):  # twenty minutes: older 5 s buckets are pruned
+        clock.now += PACE_BUCKET_S
+        metrics.send(Tally(FEED).units_finished({"done": 1}), "life")
+    width, points = metrics.life("life", start, clock.now)
+    assert width == 60 and points[0] == (3_000_000, 10 + 5 + 9)
+    assert sum(n for _, n in points) == 15 + PACE_KEEP_BUCKETS * 2
+
+
 def test_a_batch_tally_adds_up_like_single_points_in_one_round_trip(
         redis_client: redis.Redis) -> None:
     tally = Tally(FEED).started(3).fetched(200, 100, 0.07).fetched(200, 50, 0.2)

@@ -122,3 +122,29 @@ def test_failure_reasons_and_params_are_shown_with_secrets_masked() -> None:
     text = render(failures_table(status)) + render(failure_groups_table(view))
     assert "hunter2" not in text
     assert "u:***@shop.example" in text and "access_token=***" in text
+
+
+def test_at_80_columns_the_summary_keeps_every_figure_and_failures_show_whole_urls(
+        redis_client: redis.Redis) -> None:
+    """A column that is 0 everywhere is left out rather than a figure cut; a failed or
+    gone unit's URL wraps, whole, so it can be copied."""
+    ledger = Ledger(redis_client)
+    job = a_job_with_failures(ledger)
+    long_url = "https://docs.example.org/reference/" + "section/" * 6 + "page.html"
+    ledger.register("j1", [("g1", "user_info")])
+    ledger.finish("j1", "g1", "user_info", "gone",
+                  failure=Failure("g1", "user_info", {}, "NotFound", "404 Not Found", 1,
+                                  time.time(), time.time(), url=long_url))
+    console = Console(record=True, width=80, file=io.StringIO())
+    print_summary(job.status(), console)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text
+    header = next(line for line in text.splitlines() if "spawned" in line)
+    assert header.split() == ["step", "spawned", "done", "failed", "skipped", "gone", "items"]
+    assert "https://example.org/users/u4" in text and "gone units" in text
+    gone = text.split("gone units", 1)[1].splitlines()
+    head = next(line for line in gone if "reason" in line)
+    url_at, reason_at = head.index("url"), head.index("reason")
+    column = [line[url_at:reason_at].strip() for line in gone[gone.index(head) + 2:]]
+    assert "".join(column) == long_url

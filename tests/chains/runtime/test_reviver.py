@@ -14,7 +14,7 @@ from chains.broker.dispatch import CeleryDispatch
 from chains.broker.view import broker_view
 from chains.demo import demo
 from chains.runtime.dispatch import Publisher
-from chains.runtime.ledger import Carry, Finish, Ledger
+from chains.runtime.ledger import Carried, Finish, Ledger
 from chains.runtime.reviver import Reviver, sweep_once
 from chains.runtime.units import make_unit
 from config import Settings
@@ -87,7 +87,7 @@ def test_units_a_held_message_carries_on_are_not_sent_again(app: Celery,
     Publisher(CeleryDispatch(app), ledger).publish(demo, "carrier", "feed",
                                    [make_unit("feed", {"page": 1})], depth=0)
     ledger.finish_many("carrier", [Finish(first, "feed", "done")],
-                       carry=Carry(first, [carried]))
+                       carry=Carried(first, [carried]))
     reviver = Reviver(CeleryDispatch(app), ledger, stall_s=0)
     with app.connection_for_read() as conn:
         conn.SimpleQueue("demo", no_ack=False).get(timeout=5)  # delivered, unacked

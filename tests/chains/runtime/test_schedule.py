@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from chains.runtime.schedule import LAUNCH_TASK, Schedule, beat_schedule, declared_schedules
+from chains.runtime.registry import declared_schedules
+from chains.runtime.schedule import LAUNCH_TASK, Schedule, beat_schedule
 from sandbox.cluster import ROOT, running_cluster
 from sandbox.world import World
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from chains.runtime.site import SiteSettings, UnitContext
+from chains.runtime.extensions import UnitContext
+from chains.runtime.site_settings import SiteSettings
 from chains.runtime.step import Parsed, site_code, step, validate_params
 from exceptions import InvalidParams, NotFound, ParseError
 from external_interface.http import Response

@@ -10,14 +10,15 @@ import pytest
 
 from config import FetchSettings, HttpCacheSettings
 from exceptions import NotFound
-from external_interface.fetch import Fetcher
+from external_interface.clients.http import HttpClient
+from external_interface.clients.impersonate import ImpersonateClient
 from external_interface.http import Request, Response
 from external_interface.http_cache import (
     CachePolicy,
     CacheStorage,
     CachingFetcher,
 )
-from external_interface.http_cache.factory import http_cache_from_settings
+from external_interface.http_cache.factory import caching_fetcher, http_cache_from_settings
 from external_interface.http_cache.filesystem import FilesystemCache
 from tests.external_interface.robots.site import Route, Site, serve
 
@@ -35,7 +36,7 @@ def site() -> Iterator[Site]:
 def cached(directory: Path, policy: CachePolicy | None = None,
            clock: list[float] | None = None) -> CachingFetcher:
     now = clock or [1000.0]
-    return CachingFetcher(Fetcher(FetchSettings()), FilesystemCache(directory), policy,
+    return CachingFetcher(HttpClient(FetchSettings()), FilesystemCache(directory), policy,
                           lambda: now[0])
 
 
@@ -57,6 +58,17 @@ def test_the_key_is_the_request_fingerprint(site: Site, tmp_path: Path) -> None:
     assert site.hits["/page"] == 1
     fetcher.fetch_raw(Request(f"{site.base}/page?a=2"))
     assert site.hits["/page"] == 2
+
+
+def test_each_client_replays_its_own_pages_only(site: Site, tmp_path: Path) -> None:
+    """A page as ``http`` was served it is not what ``impersonate`` would have been."""
+    settings = HttpCacheSettings(enabled=True, dir=str(tmp_path))
+    http = caching_fetcher(settings, HttpClient(FetchSettings()), "http")
+    chrome = caching_fetcher(settings, ImpersonateClient(FetchSettings()), "impersonate")
+    for fetcher in (http, chrome, http, chrome):
+        assert fetcher.fetch_raw(Request(f"{site.base}/page")).text == "<p>page</p>"
+    assert site.hits["/page"] == 2 and (http.hits, chrome.hits) == (1, 1)
+    assert (tmp_path / "impersonate").is_dir()
 
 
 def test_only_success_is_cached_unless_asked(site: Site, tmp_path: Path) -> None:
@@ -92,7 +104,7 @@ def test_an_entry_older_than_max_age_is_fetched_again(site: Site, tmp_path: Path
 
 
 def test_off_by_default_and_on_by_setting(site: Site, tmp_path: Path) -> None:
-    plain = Fetcher(FetchSettings())
+    plain = HttpClient(FetchSettings())
     assert http_cache_from_settings(HttpCacheSettings(), plain) is plain
     on = http_cache_from_settings(HttpCacheSettings(enabled=True, dir=str(tmp_path)), plain)
     for _ in range(3):

@@ -155,3 +155,12 @@ def test_without_a_source_nothing_is_leased(backend: tuple[str, redis.Redis | No
     name, client = backend
     proxies = ProxyPool(pool_factory(name, client), StaticSource([]), 300, claimer(client))
     assert proxies.lease() == Empty(None)
+
+
+@pytest.mark.parametrize(("url", "member"), [
+    ("socks5://u:pw@10.0.0.7", "10.0.0.7:1080"), ("socks5h://10.0.0.7:9050", "10.0.0.7:9050"),
+    ("http://u:pw@10.0.0.7", "10.0.0.7:80"), ("https://10.0.0.7", "10.0.0.7:443"),
+])
+def test_a_proxys_member_id_is_its_host_and_port_the_schemes_default_if_unsaid(
+        url: str, member: str) -> None:
+    assert member_of(url) == member

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 from config import FetchSettings, RobotsSettings
-from external_interface.fetch import Fetcher
+from external_interface.clients.http import HttpClient
 from external_interface.robots import MAX_BYTES, RobotsRecord, fetch_with
 from external_interface.robots.factory import robots_from_settings
 from external_interface.robots.memory import MemoryRobotsStore
@@ -53,7 +53,7 @@ def clock() -> Clock:
 
 def policy_for(clock: Clock, store: object | None = None, **settings: float) -> RobotsPolicy:
     return RobotsPolicy(store or MemoryRobotsStore(),  # type: ignore[arg-type]
-                        fetch_with(Fetcher(FetchSettings(deadline_s=5, read_timeout_s=3))),
+                        fetch_with(HttpClient(FetchSettings(deadline_s=5, read_timeout_s=3))),
                         RobotsSettings(**settings), clock)  # type: ignore[arg-type]
 
 

@@ -31,11 +31,18 @@ def jsonl_url(tmp_path: Path) -> str:
 
 def _jsonl_export(url: str, tmp_path: Path, *extra: str) -> list[dict[str, object]]:
     out = tmp_path / "posts.jsonl"
-    assert main(["posts", "--storage-url", url, "--out", str(out), *extra]) == 0
+    assert main(["posts", "--storage-url", url, "--out", str(out), "--envelope", *extra]) == 0
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
-def test_jsonl_export_has_one_line_per_key_with_the_latest_data(
+def test_jsonl_export_is_the_items_themselves_by_default(jsonl_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "posts.jsonl"
+    assert main(["posts", "--storage-url", jsonl_url, "--out", str(out)]) == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert records[1] == {"site": "demo", "post_id": 2, "title": "second 2", "tags": []}
+
+
+def test_jsonl_export_with_envelope_has_one_line_per_key_with_the_latest_data(
     jsonl_url: str, tmp_path: Path
 ) -> None:
     records = _jsonl_export(jsonl_url, tmp_path)
@@ -117,7 +124,8 @@ def _sqlite_url(tmp_path: Path) -> str:
 
 def test_json_export_is_one_array_of_the_jsonl_records(jsonl_url: str, tmp_path: Path) -> None:
     out = tmp_path / "posts.json"
-    main(["posts", "--format", "json", "--storage-url", jsonl_url, "--out", str(out)])
+    main(["posts", "--format", "json", "--storage-url", jsonl_url, "--out", str(out),
+          "--envelope"])
     assert json.loads(out.read_text()) == _jsonl_export(jsonl_url, tmp_path)
 
 
@@ -163,8 +171,7 @@ def test_fields_keeps_those_item_fields_in_that_order(tmp_path: Path) -> None:
     assert list(rows[0]) == ["_key", "_job_id", "_first_seen", "_last_seen", "title", "post_id"]
     assert [(r["title"], r["post_id"]) for r in rows] == [("t1", "1"), ("t2", "2"), ("t3", "3")]
     main(["posts", "--fields", "title", "--storage-url", url, "--out", str(out)])
-    assert next(json.loads(line)["data"] for line in out.read_text().splitlines()) == {
-        "title": "t1"}
+    assert next(json.loads(line) for line in out.read_text().splitlines()) == {"title": "t1"}
 
 
 def test_since_keeps_the_records_last_seen_from_then_on(tmp_path: Path) -> None:
@@ -209,4 +216,4 @@ def test_a_postgresql_store_exports_as_the_others_do(tmp_path: Path) -> None:
                                                            ("demo|2", "hello 2")]
         assert main(["job-2", "--storage-url", url, "--out", str(out)]) == 0
         [record] = [json.loads(line) for line in out.read_text().splitlines()]
-        assert (record["collection"], record["data"]["title"]) == ("posts", "again 3")
+        assert (record["_collection"], record["title"]) == ("posts", "again 3")

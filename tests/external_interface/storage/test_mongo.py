@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from exceptions import StorageUnavailable
+from exceptions import StorageUnavailable, UserError
 from external_interface.storage.factory import store_from_url
 from tests.external_interface.storage.support import posts
 
@@ -31,7 +31,7 @@ def test_importing_the_module_does_not_import_pymongo() -> None:
 
 def test_a_missing_pymongo_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pymongo", None)  # what an absent package looks like
-    with pytest.raises(ImportError, match=r"pip install 'crawlchain\[mongo\]'"):
+    with pytest.raises(UserError, match=r"pip install 'crawlchain\[mongo\]'"):
         store_from_url("mongodb://127.0.0.1/crawlchain")
 
 

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from exceptions import StorageUnavailable
+from exceptions import StorageUnavailable, UserError
 from external_interface.storage.factory import store_from_url
 from external_interface.storage.postgres import PostgresStore
 from tests.external_interface.storage.postgres_support import DSN, postgres_store
@@ -29,7 +29,7 @@ def test_importing_the_module_does_not_import_psycopg() -> None:
 
 def test_a_missing_psycopg_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)
-    with pytest.raises(ImportError, match=r"pip install 'crawlchain\[postgres\]'"):
+    with pytest.raises(UserError, match=r"pip install 'crawlchain\[postgres\]'"):
         store_from_url("postgresql://127.0.0.1/test")
 
 

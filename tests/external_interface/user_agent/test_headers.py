@@ -13,7 +13,7 @@ import pytest
 from pydantic import ValidationError
 
 from config import FetchSettings, HeaderSettings, SiteHeaders
-from external_interface.fetch import Fetcher
+from external_interface.clients.http import HttpClient
 from external_interface.http import Request
 from external_interface.user_agent.browsers import HEADER_SETS
 from external_interface.user_agent.headers import default_headers, families, site_headers
@@ -122,7 +122,7 @@ def test_the_fetch_sends_them_and_decodes_every_encoding_they_accept(
         echo: ThreadingHTTPServer) -> None:
     headers = default_headers("desktop", "unit-3")
     url = f"http://127.0.0.1:{echo.server_address[1]}/"
-    response = Fetcher(FetchSettings()).fetch(Request(url, headers=headers))
+    response = HttpClient(FetchSettings()).fetch(Request(url, headers=headers))
     assert response.body == b"<p>hello</p>" * 100
     sent = echo.seen[0]  # type: ignore[attr-defined]
     assert sent["User-Agent"] == headers["User-Agent"]

@@ -13,7 +13,7 @@ from parsel import Selector
 
 from config import FetchSettings
 from exceptions import CrawlError, ResponseRejected, UnsafeURL
-from external_interface.fetch import Fetcher
+from external_interface.clients.http import HttpClient
 from external_interface.http import Request
 from external_interface.url_guard import UrlGuard
 from sandbox.hostile.site import GOOD, TRAPS, UNROUTABLE, HostileSite, Trap, hostile_server
@@ -29,14 +29,14 @@ def hostile() -> Iterator[tuple[LoopServer, HostileSite]]:
         yield server, site
 
 
-def guarded_fetcher(site: HostileSite) -> Fetcher:
+def guarded_fetcher(site: HostileSite) -> HttpClient:
     """A careful crawler's fetcher: short deadline, 1 MB cap, guard allowing the site only."""
-    return Fetcher(FetchSettings(deadline_s=DEADLINE_S, connect_timeout_s=0.5,
+    return HttpClient(FetchSettings(deadline_s=DEADLINE_S, connect_timeout_s=0.5,
                                  read_timeout_s=5, max_body_bytes=1024 * 1024, max_redirects=5),
                    guard=UrlGuard([site.allow_entry]))
 
 
-def outcome(fetcher: Fetcher, url: str) -> tuple[str, str, float]:
+def outcome(fetcher: HttpClient, url: str) -> tuple[str, str, float]:
     started = time.monotonic()
     try:
         response = fetcher.fetch(Request(url))

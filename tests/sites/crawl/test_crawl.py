@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 from typing import Any
 
-from chains.runtime.site import UnitContext
+from chains.runtime.extensions import UnitContext
 from external_interface.http import Response
 from sites.crawl import CrawlPage, CrawlSettings, PageRecord, SitemapFile, page, sitemap
 

@@ -1,13 +1,19 @@
-"""The close phase's own rules: retry backoff, and Retry-After winning over it."""
+"""The close phase's own rules: retry backoff, Retry-After winning over it, and what it
+leaves to the observers of a batch."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chains.runtime.context import Runtime
+from chains.runtime.extensions import BatchClosed, Observer, UnitClosed
 from chains.runtime.model import Chain, Step
+from chains.runtime.observers import announce
+from chains.runtime.pipeline import close as close_module
 from chains.runtime.pipeline.close import backoff_s
 from sandbox.cluster import running_cluster
 from sandbox.server import Faults
@@ -41,3 +47,47 @@ def test_a_503_with_retry_after_waits_that_long_before_the_next_attempt(tmp_path
     for first, second in by_url.values():
         assert (first.status, second.status) == (503, 200)
         assert second.arrived - first.answered >= 2.0  # the backoff alone is <= 0.1 s
+
+
+def test_close_leaves_metrics_throttle_pools_and_captcha_to_its_observers(
+        runtime: Runtime) -> None:
+    """The side concerns hear the close as observers do; the close imports none of them."""
+    tree = ast.parse(Path(close_module.__file__ or "").read_text())
+    imported = {node.module for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module}
+    side = {"chains.runtime.metrics", "chains.runtime.launch", "chains.runtime.registry",
+            "external_interface.politeness", "external_interface.captcha"}
+    assert not {m for m in imported if m in side or m.startswith(
+        ("external_interface.politeness.", "external_interface.providers."))}
+    assert [type(o).__name__ for o in runtime.observers] == [
+        "MetricsFeed", "ThrottleFeedback", "PoolRefill", "RequesterCredit"]
+
+
+class Hears(Observer):
+    def __init__(self) -> None:
+        self.batches: list[BatchClosed] = []
+        self.done: list[UnitClosed] = []
+
+    def batch_closed(self, batch: BatchClosed) -> None:
+        self.batches.append(batch)
+
+    def unit_done(self, unit: UnitClosed) -> None:
+        self.done.append(unit)
+
+
+class Breaks(Observer):
+    def batch_closed(self, batch: BatchClosed) -> None:
+        raise RuntimeError("observer bug")
+
+
+def test_observers_hear_each_batch_and_a_broken_one_stops_none_of_the_others() -> None:
+    hears = Hears()
+    announce([Breaks(), hears], batch_of(), ended=None)
+    [batch] = hears.batches
+    assert [u.unit_id for u in hears.done] == ["u1"] and batch.counts == {"requests": 2}
+
+
+def batch_of() -> BatchClosed:
+    units = (UnitClosed("j", "feed", "demo.h5.feed", "u1", "http://a/1", "done", items=3),
+             UnitClosed("j", "feed", "demo.h5.feed", "u2", "http://a/2", "retry"))
+    return BatchClosed("j", "demo", "demo", "feed", "demo.h5.feed", units, {"requests": 2})

@@ -11,18 +11,22 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from chains.demo import demo
+from chains.demo import demo as declared_demo
+from chains.runtime.checks import resolve
 from chains.runtime.context import Runtime, unit_threads
 from chains.runtime.pipeline import fetch as fetch_phase
+from chains.runtime.pipeline.batch import Batch, UnitRun
 from chains.runtime.pipeline.fetch import fetch
-from chains.runtime.pipeline.prepare import Batch, UnitRun, prepare
-from chains.runtime.registry import step
+from chains.runtime.pipeline.prepare import prepare
+from chains.runtime.registry import step, steps
 from chains.runtime.site import Site
 from chains.runtime.units import make_unit
 from sandbox.server import SandboxServer
 from sandbox.server import Site as SandboxSite
 from sandbox.world import World
 from sites.demo.site import DemoSettings
+
+demo = resolve(declared_demo, steps())
 
 LOGGER = "chains.runtime.pipeline.fetch"
 SECRET = "s3cret-in-the-url"

@@ -14,27 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from chains.crawl import crawl
-from chains.polite import polite
+from chains.crawl import crawl as declared_crawl
+from chains.polite import polite as declared_polite
 from chains.runtime import registry
+from chains.runtime.checks import resolve
 from chains.runtime.context import Runtime
-from chains.runtime.dispatch import Held, Recorder
+from chains.runtime.dispatch import Outbox, Recorder
 from chains.runtime.model import Chain
 from chains.runtime.pipeline import polite as politeness
+from chains.runtime.pipeline.batch import Batch, Done, RetryAfter, Skipped, UnitRun
 from chains.runtime.pipeline.close import close
 from chains.runtime.pipeline.fetch import fetch
 from chains.runtime.pipeline.parse import parse
-from chains.runtime.pipeline.prepare import (
-    Batch,
-    Done,
-    RetryAfter,
-    Skipped,
-    UnitRun,
-    prepare,
-)
+from chains.runtime.pipeline.prepare import prepare
 from chains.runtime.pipeline.save import save
 from chains.runtime.pipeline.spawn import spawn
-from chains.runtime.site import Site, SiteSettings
+from chains.runtime.registry import steps
+from chains.runtime.site import Site
+from chains.runtime.site_settings import SiteSettings
 from chains.runtime.units import make_unit
 from config import Politeness, Settings, SiteHeaders
 from external_interface.politeness.throttle import Observation
@@ -45,6 +42,9 @@ from sandbox.polite.defences import PoliteDefences
 from sandbox.polite.site import PoliteSite
 from sites.crawl import CrawlSettings
 from tests.external_interface.robots.site import Route, serve
+
+crawl = resolve(declared_crawl, steps())
+polite = resolve(declared_polite, steps())
 
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 PAGE = Route(body=b"<html><head><title>A page</title></head><body>hi</body></html>",
@@ -80,7 +80,7 @@ def through(batch: Batch, urls: list[str], job: str = "j") -> list[UnitRun]:
     units = [make_unit(step, {"url": u}) for u in urls]
     rt.ledger.register(job, [(u["id"], step) for u in units])
     runs = prepare(batch, [UnitRun(u, 1, True) for u in units])
-    return spawn(batch, save(batch, parse(batch, fetch(batch, runs))), Held(), False)
+    return spawn(batch, save(batch, parse(batch, fetch(batch, runs))), Outbox(), False)
 
 
 def fates(runs: list[UnitRun]) -> dict[str, object]:

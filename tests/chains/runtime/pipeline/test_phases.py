@@ -1,41 +1,41 @@
 """The phases on one unit, with no broker and no worker: a real Redis, a real sandbox
-server, SQLite, and a ``Recorder`` where messages would go. Each hook's signals take
-effect here, as a site would see them."""
+server, SQLite, and a ``Recorder`` where messages would go. What a middleware or an item
+pipeline does takes effect here, as a site would see it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
-from chains.demo import demo
+from chains.demo import demo as declared_demo
+from chains.runtime.checks import resolve
 from chains.runtime.context import Runtime
-from chains.runtime.dispatch import Held, Recorder
-from chains.runtime.ledger import Carry
+from chains.runtime.dispatch import Outbox, Recorder
+from chains.runtime.extensions import DropItem, ItemPipeline, Middleware, UnitContext
+from chains.runtime.ledger import Carried
+from chains.runtime.pipeline.batch import Batch, Done, Failed, RetryAfter, Skipped, UnitRun
 from chains.runtime.pipeline.close import close
 from chains.runtime.pipeline.fetch import fetch
 from chains.runtime.pipeline.parse import parse
-from chains.runtime.pipeline.prepare import (
-    Batch,
-    Done,
-    Failed,
-    RetryAfter,
-    Skipped,
-    UnitRun,
-    prepare,
-)
+from chains.runtime.pipeline.prepare import prepare
 from chains.runtime.pipeline.save import save
 from chains.runtime.pipeline.spawn import spawn
-from chains.runtime.registry import step
-from chains.runtime.site import Hooks, Signal, Site, UnitContext
+from chains.runtime.registry import step, steps
+from chains.runtime.site import Site
 from chains.runtime.units import make_unit
+from exceptions import NetworkError, PermanentError, SkipUnit, TryAgain
 from external_interface.http import Request, Response
 from external_interface.storage import Item
 from sandbox.server import SandboxServer
 from sandbox.server import Site as SandboxSite
 from sandbox.world import World
+from sites.demo.h5 import FeedEntry
 from sites.demo.site import DemoSettings
+
+demo = resolve(declared_demo, steps())
 
 WORLD = World(seed=3)
 
@@ -57,17 +57,19 @@ class Ran:
     requests: int
 
 
-def run_feed_page(rt: Runtime, server: SandboxServer, hooks: Hooks) -> Ran:
+def run_feed_page(rt: Runtime, server: SandboxServer, middlewares: tuple[Middleware, ...] = (),
+                  pipelines: tuple[ItemPipeline, ...] = ()) -> Ran:
     """Page 1 of the demo feed through every phase up to the close."""
     rt.ledger.create_job("j", demo.model_dump(mode="json"), {"page": 1})
     unit = make_unit("feed", {"page": 1})
     rt.ledger.register("j", [(unit["id"], "feed")])
     before = sum(server.fetch_counts("/h5/").values())  # in flight too: may be read first
     batch = Batch(rt, {"job": "j", "step": "feed", "depth": 0}, demo, step("demo.h5.feed"),
-                  Site("demo", settings=DemoSettings, hooks=hooks),
-                  DemoSettings(base_url=server.base_url), None, retries=0)
+                  Site("demo", settings=DemoSettings, pipelines=pipelines,
+                       middlewares=middlewares), DemoSettings(base_url=server.base_url),
+                  None, retries=0)
     runs = prepare(batch, [UnitRun(unit, 1, True)])
-    runs = spawn(batch, save(batch, parse(batch, fetch(batch, runs))), Held(), False)
+    runs = spawn(batch, save(batch, parse(batch, fetch(batch, runs))), Outbox(), False)
     assert isinstance(rt.dispatch, Recorder)
     return Ran(runs, rt.dispatch, rt.store.count("feed_entries"),
                sum(server.fetch_counts("/h5/").values()) - before)  # robots.txt aside
@@ -75,7 +77,7 @@ def run_feed_page(rt: Runtime, server: SandboxServer, hooks: Hooks) -> Ran:
 
 def test_a_unit_run_again_resends_its_children_only_if_an_earlier_start_died(
         runtime: Runtime, server: SandboxServer) -> None:
-    first = run_feed_page(runtime, server, Hooks())
+    first = run_feed_page(runtime, server)
     sent_first = len(first.sent.sent)
     assert sent_first >= 3
     batch = Batch(runtime, {"job": "j", "step": "feed", "depth": 0}, demo, step("demo.h5.feed"),
@@ -85,35 +87,13 @@ def test_a_unit_run_again_resends_its_children_only_if_an_earlier_start_died(
     for starts, resent in ((1, False), (2, True)):  # waited or retried; its worker died
         before = len(first.sent.sent)
         runs = prepare(batch, [UnitRun(unit, starts, False)])
-        spawn(batch, save(batch, parse(batch, fetch(batch, runs))), Held(), False)
+        spawn(batch, save(batch, parse(batch, fetch(batch, runs))), Outbox(), False)
         assert (len(first.sent.sent) > before) is resent, starts
-
-
-class Saying(Hooks):
-    """Answers ``signal`` from one hook, ``CONTINUE`` from the others."""
-
-    def __init__(self, hook: str, signal: Signal) -> None:
-        self.hook, self.signal = hook, signal
-
-    def _say(self, hook: str) -> Signal:
-        return self.signal if hook == self.hook else Signal.CONTINUE
-
-    def before_request(self, unit: UnitContext, request: Request) -> Signal:
-        return self._say("before_request")
-
-    def after_request(self, unit: UnitContext, response: Response) -> Signal:
-        return self._say("after_request")
-
-    def before_save(self, unit: UnitContext, items: list[Item]) -> Signal:
-        return self._say("before_save")
-
-    def after_save(self, unit: UnitContext, items: list[Item]) -> Signal:
-        return self._say("after_save")
 
 
 def test_a_unit_runs_every_phase_without_a_broker(runtime: Runtime,
                                                   server: SandboxServer) -> None:
-    ran = run_feed_page(runtime, server, Hooks())
+    ran = run_feed_page(runtime, server)
     [run] = ran.runs
     assert run.fate == Done(items=WORLD.shape.feed_page_size, change="new")  # first seen
     assert (ran.requests, ran.stored) == (1, WORLD.shape.feed_page_size)
@@ -123,37 +103,96 @@ def test_a_unit_runs_every_phase_without_a_broker(runtime: Runtime,
 
 
 def test_close_finishes_the_unit_in_the_ledger(runtime: Runtime, server: SandboxServer) -> None:
-    ran = run_feed_page(runtime, server, Hooks())
+    ran = run_feed_page(runtime, server)
     batch_step = step("demo.h5.feed")
     batch = Batch(runtime, {"job": "j", "step": "feed", "depth": 0}, demo, batch_step,
                   Site("demo", settings=DemoSettings), DemoSettings(), None, retries=0)
-    closed = close(batch, ran.runs, Carry("c", []))
+    closed = close(batch, ran.runs, Carried("c", []))
     assert closed.counts["done"] == 1 and closed.retry is None
     assert runtime.ledger.counts("j")["feed"]["done"] == 1
 
 
-@pytest.mark.parametrize(("hook", "signal", "fate", "requests", "stored", "spawned"), [
-    ("before_request", Signal.SKIP, Skipped("before_request"), 0, 0, False),
-    ("before_request", Signal.RETRY, RetryAfter(None, "before_request asked to retry"), 0, 0,
-     False),
-    ("before_request", Signal.ABORT, Failed("PermanentError", "before_request aborted the unit"),
-     0, 0, False),
-    ("after_request", Signal.SKIP, Skipped("after_request"), 1, 0, False),
-    ("after_request", Signal.RETRY, RetryAfter(None, "after_request asked to retry"), 1, 0,
-     False),
-    ("before_save", Signal.SKIP, Skipped("before_save"), 1, 0, False),
-    ("before_save", Signal.ABORT, Failed("PermanentError", "before_save aborted the unit"), 1,
-     0, False),
-    ("after_save", Signal.SKIP, Done(items=10, change="new"), 1, 10, True),  # saved: goes on
-    ("after_save", Signal.RETRY, RetryAfter(None, "after_save asked to retry"), 1, 10, False),
-    ("after_save", Signal.ABORT, Failed("PermanentError", "after_save aborted the unit"), 1, 10,
-     False),
+class Middlewares(Middleware):
+    """Raises ``error`` from one hook, or changes what passes through it."""
+
+    def __init__(self, hook: str, error: Exception | None = None) -> None:
+        self.hook, self.error = hook, error
+
+    def process_request(self, request: Request, unit: UnitContext) -> Request:
+        if self.hook == "request" and self.error is not None:
+            raise self.error
+        return request.replace(headers={**request.headers, "X-Seen-By": "middleware"})
+
+    def process_response(self, response: Response, unit: UnitContext) -> Response:
+        if self.hook == "response" and self.error is not None:
+            raise self.error
+        data = json.loads(response.body)
+        data["articles"] = data["articles"][:3]  # the step parses what the middleware left
+        return replace(response, body=json.dumps(data).encode())
+
+
+@pytest.mark.parametrize(("hook", "error", "fate", "requests"), [
+    ("request", SkipUnit("archived"), Skipped("archived"), 0),
+    ("request", NetworkError("vpn down"), RetryAfter(None, "NetworkError: vpn down"), 0),
+    ("request", PermanentError("not ours"), Failed("PermanentError", "not ours"), 0),
+    ("request", KeyError("x"), Failed("ParseError",
+                                      "Middlewares.process_request raised KeyError: 'x'"), 0),
+    ("response", SkipUnit("soft 404"), Skipped("soft 404"), 1),
+    ("response", TryAgain("soft block"), RetryAfter(None, "TryAgain: soft block"), 1),
 ])
-def test_each_hooks_signal_takes_effect(runtime: Runtime, server: SandboxServer, hook: str,
-                                        signal: Signal, fate: object, requests: int,
-                                        stored: int, spawned: bool) -> None:
-    ran = run_feed_page(runtime, server, Saying(hook, signal))
+def test_a_middleware_ends_a_unit_by_raising(runtime: Runtime, server: SandboxServer,
+                                              hook: str, error: Exception, fate: object,
+                                              requests: int) -> None:
+    ran = run_feed_page(runtime, server, middlewares=(Middlewares(hook, error),))
     [run] = ran.runs
     assert run.fate == fate
-    assert (ran.requests, ran.stored) == (requests, stored)
-    assert bool(ran.sent.sent) is spawned
+    assert (ran.requests, ran.stored, bool(ran.sent.sent)) == (requests, 0, False)
+
+
+def test_middlewares_change_the_request_and_the_response_the_step_sees(
+        runtime: Runtime, server: SandboxServer) -> None:
+    ran = run_feed_page(runtime, server, middlewares=(Middlewares("none"),))
+    [run] = ran.runs
+    assert run.request is not None and run.request.headers["X-Seen-By"] == "middleware"
+    assert run.fate == Done(items=3, change="new") and ran.stored == 3
+
+
+class Drops(ItemPipeline):
+    def process_item(self, item: Item, unit: UnitContext) -> Item:
+        if isinstance(item, FeedEntry) and item.id.endswith(("1", "3")):
+            raise DropItem("odd author")
+        return item
+
+
+class Enriches(ItemPipeline):
+    def process_item(self, item: Item, unit: UnitContext) -> Item:
+        assert isinstance(item, FeedEntry)
+        return TitledEntry(**item.model_dump(), title_words=len(item.title.split()))
+
+
+class TitledEntry(FeedEntry, collection="feed_entries", key="id"):
+    title_words: int
+
+
+def test_pipelines_drop_items_with_a_reason_and_enrich_the_rest(
+        runtime: Runtime, server: SandboxServer) -> None:
+    ran = run_feed_page(runtime, server, pipelines=(Drops(), Enriches()))
+    [run] = ran.runs
+    dropped = len(run.dropped)
+    assert dropped and set(run.dropped) == {"odd author"}
+    assert ran.stored == WORLD.shape.feed_page_size - dropped
+    stored = [r["data"] for r in runtime.store.read("feed_entries")]
+    assert all(r["title_words"] == len(r["title"].split()) for r in stored)
+    assert bool(ran.sent.sent)  # links fan out from what the parse returned
+
+
+def test_a_pipeline_bug_fails_the_unit_naming_the_pipeline(runtime: Runtime,
+                                                           server: SandboxServer) -> None:
+    class Broken(ItemPipeline):
+        def process_item(self, item: Item, unit: UnitContext) -> Item:
+            raise ValueError("bad enrichment")
+
+    ran = run_feed_page(runtime, server, pipelines=(Broken(),))
+    [run] = ran.runs
+    assert isinstance(run.fate, Failed) and run.fate.error == "ParseError"
+    assert "Broken.process_item raised ValueError" in run.fate.message and ran.stored == 0
