@@ -131,7 +131,7 @@ def launch_twice(trial: Trial, workers: int) -> None:
     trial.recrawl = True  # a unit the other job just fetched is fresh: skipped, not counted
     trial.launched_at = time.time()
     trial.fault()
-    command = [sys.executable, "-m", "chains", "launch", "demo", "page=1", "--detach"]
+    command = [sys.executable, "-m", "cli", "launch", "demo", "page=1", "--detach"]
     launchers = [subprocess.Popen(command, cwd=ROOT, env=trial.cluster.env, text=True,
                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
                  for _ in range(2)]

@@ -144,7 +144,7 @@ def install() -> None:
     from chains.runtime.dispatch import Publisher
     from chains.runtime.pipeline import fetch
     from external_interface import recrawl
-    from external_interface.clients.http import HttpClient
+    from external_interface.clients.bounds import BoundedClient
     from external_interface.politeness.redis_gcra import RedisLimiter
     from external_interface.storage import jsonl, sqlite
 
@@ -153,7 +153,7 @@ def install() -> None:
         _wrap_attr(message, name, name)
     _wrap_attr(message, "fetch", "fetch", iterator=True)
     _wrap_attr(fetch, "fetch_one", "fetch")
-    _wrap_attr(HttpClient, "fetch_raw", "fetch: http")
+    _wrap_attr(BoundedClient, "fetch_raw", "fetch: http")  # every client's network part
     for name in ("try_acquire", "_give_back", "penalize"):
         _wrap_attr(RedisLimiter, name, "fetch: politeness")
     _wrap_attr(BaseModel, "__init__", "validation")
