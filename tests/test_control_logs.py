@@ -116,6 +116,7 @@ def crawl_demo_at_debug(env: dict[str, str], fmt: str) -> Crawled:
         path.name: path.read_text().splitlines() for path in (home / "logs").glob("*.log")})
 
 
+@pytest.mark.slow  # a demo run under control.sh at debug: 30-40 s
 def test_at_debug_the_worker_logs_one_line_per_request_and_each_job_starts_and_ends(
         env: dict[str, str]) -> None:
     crawled = crawl_demo_at_debug(env, "text")
@@ -140,6 +141,7 @@ def test_at_debug_the_worker_logs_one_line_per_request_and_each_job_starts_and_e
         assert sum(f"job {other} finished" in line for line in worker) == 1
 
 
+@pytest.mark.slow  # a demo run under control.sh at debug: 30-40 s
 def test_with_json_every_line_of_every_log_parses_and_fetches_match_requests(
         env: dict[str, str]) -> None:
     crawled = crawl_demo_at_debug(env, "json")

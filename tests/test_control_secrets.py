@@ -32,7 +32,7 @@ import redis
 from external_interface import keys
 from tests.external_interface.storage.postgres_support import DSN, postgres_unreachable
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a demo run: ~1 min
 
 ROOT = Path(__file__).resolve().parent.parent
 TAG = uuid.uuid4().hex[:8]
