@@ -17,7 +17,6 @@ received. The last line of ``--json`` output is::
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import secrets
@@ -31,7 +30,7 @@ from typing import Any
 
 import requests
 
-from bench import report
+from bench import export
 from bench.export import fill
 from chains.runtime.ledger import Ledger
 from ops.embedded_redis import scratch_server
@@ -106,16 +105,7 @@ def run(items: int, rss_limit_mb: float) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.api_export", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--items", type=int, default=1_000_000)
-    parser.add_argument("--rss-limit-mb", type=float, default=200.0)
-    parser.add_argument("--json", action="store_true", help="end with one JSON line")
-    args = parser.parse_args(argv)
-    result = run(args.items, args.rss_limit_mb)
-    report(result, args.json)
-    return 0 if result["ok"] else 1
-
+    return export.main(argv, "python -m bench.api_export", __doc__, run)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,17 +91,19 @@ def run(items: int, rss_limit_mb: float) -> dict[str, Any]:
             "parquet_rows": rows, "rss_limit_mb": rss_limit_mb, "ok": ok}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.export", description=__doc__,
+def main(argv: list[str] | None = None, prog: str = "python -m bench.export",
+         doc: str | None = __doc__,
+         run_with: Callable[[int, float], dict[str, Any]] = run) -> int:
+    """The command line of both export benches: item count, RSS limit, JSON."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--rss-limit-mb", type=float, default=200.0)
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args(argv)
-    result = run(args.items, args.rss_limit_mb)
+    result = run_with(args.items, args.rss_limit_mb)
     report(result, args.json)
     return 0 if result["ok"] else 1
-
 
 if __name__ == "__main__":
     sys.exit(main())

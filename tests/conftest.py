@@ -16,6 +16,8 @@ import pytest
 import redis
 
 from ops import embedded_redis
+from sandbox.server import SandboxServer, Site
+from sandbox.world import World
 
 _db = itertools.count(1)
 
@@ -90,3 +92,13 @@ def rabbitmqctl(*args: str) -> str:
     if done.returncode != 0:
         raise RuntimeError(f"rabbitmqctl {' '.join(args)}: {done.stderr.strip()}")
     return done.stdout
+
+
+@pytest.fixture(scope="module")
+def demo_sandbox() -> Iterator[SandboxServer]:
+    """The demo's sandbox site (seed 3) on a loopback port, for a module's tests."""
+    running = SandboxServer(Site(World(seed=3)))
+    running.start_in_thread()
+    yield running
+    running.shutdown()
+    running.server_close()

@@ -4,7 +4,6 @@ error hands back the page it was running, which its task adapter could not know 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
@@ -19,10 +18,6 @@ from chains.runtime.registry import steps
 from chains.runtime.units import make_unit
 from external_interface.http import Request
 from sandbox.server import SandboxServer
-from sandbox.server import Site as SandboxSite
-from sandbox.world import World
-
-WORLD = World(seed=3)
 
 
 class Crash(BaseException):
@@ -39,21 +34,12 @@ class CrashOnPage(Middleware):
         return request
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[SandboxServer]:
-    running = SandboxServer(SandboxSite(WORLD))
-    running.start_in_thread()
-    yield running
-    running.shutdown()
-    running.server_close()
-
-
 def test_a_list_run_on_that_ends_in_an_error_hands_back_its_page(
-        runtime: Runtime, server: SandboxServer) -> None:
+        runtime: Runtime, demo_sandbox: SandboxServer) -> None:
     rt = replace(runtime, middlewares=(CrashOnPage(2),))
     chain = resolve(demo, steps())
     rt.ledger.create_jobs(chain.model_dump(mode="json"),
-                          [("j", {"page": 1}, {"demo": {"base_url": server.base_url}})])
+                          [("j", {"page": 1}, {"demo": {"base_url": demo_sandbox.base_url}})])
     first = make_unit("feed", {"page": 1})
     rt.ledger.register("j", [(first["id"], "feed")])
     with pytest.raises(Crash):
