@@ -397,10 +397,10 @@ cmd_test() {
 cmd_bench() {
   local what="${1:-}"; [[ $# -gt 0 ]] && shift
   case "$what" in
-    dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export)
+    dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export|browser)
       "$PY" -m "bench.$what" "$@" ;;
     *) die "bench: expected one of: dedup, storage, crawl, chain, rate_limit, export, polite," \
-         "generic, api_export" ;;
+         "generic, api_export, browser" ;;
   esac
 }
 

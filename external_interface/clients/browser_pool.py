@@ -12,11 +12,15 @@ it).
 
 Lifetimes, as Crawlee's browser pool keeps them, and for the complaints its users make:
 
-- each page gets a fresh context (its cookies, proxy and User-Agent, closed with the
-  page): nothing grows on a long-lived context;
+- its pages share ``BROWSER_RENDERERS`` renderer processes (one per core by default):
+  a renderer per tab would only add memory where the cores are already busy;
+- pages are kept open and reused, ``PAGE_USES`` pages each (a tab costs more to open
+  than a page to render), in one context per identity (User-Agent, proxy, headers,
+  cookies: what the providers chose), replaced after ``CONTEXT_USES`` pages so that
+  nothing grows on a long-lived context;
 - a browser is retired after ``BROWSER_RECYCLE_PAGES`` pages, or once its processes
-  hold more than ``BROWSER_RECYCLE_MB`` (checked every ``RSS_EVERY`` pages): new pages
-  go to a fresh one, the old one closes when its last page ends;
+  hold more than ``BROWSER_RECYCLE_MB`` of PSS (measured every ``RSS_EVERY`` pages):
+  new pages go to a fresh one, the old one closes when its last page ends;
 - a browser that crashed (disconnected) is replaced on the next page; one that hangs
   (a page outlives its deadline by ``GRACE_S``) is killed, with all its processes, and
   replaced; the page's fetch fails with a ``NetworkError`` so its unit is retried;
@@ -54,10 +58,12 @@ RSS_EVERY = 20  # pages between two measures of a browser's memory
 PAGE_USES = 50  # pages one tab renders before it is closed (its renderer's memory)
 CONTEXT_USES = 500  # pages of one context before a fresh one takes over
 MARKER = "--crawlchain-browser"
+JS_HEAP_MB = 512  # a page's script that allocates without end crashes its tab here
 CHROMIUM_ARGS = ("--no-sandbox",  # Chromium refuses to run as root with its sandbox
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                 "--dns-prefetch-disable")
+                 "--dns-prefetch-disable",
+                 f"--js-flags=--max-old-space-size={JS_HEAP_MB}")
 MISSING = ("no Chromium here: apt-get install chromium (./control.sh setup does, as root), "
            "or set BROWSER_EXECUTABLE to its path")
 
@@ -145,11 +151,13 @@ class Chromium:
         main = self.processes[:1]
         return [*main, *(c for p in main for c in _descendants(p))]
 
-    def rss_mb(self) -> float:
+    def memory_mb(self) -> float:
+        """The browser's memory: the PSS of its processes (shared pages counted once over
+        them all, where a sum of RSS counts them in every renderer)."""
         total = 0
         for process in self.tree():
             with contextlib.suppress(psutil.Error):
-                total += process.memory_info().rss
+                total += process.memory_full_info().pss
         return total / 2**20
 
     def kill(self) -> None:
@@ -221,9 +229,21 @@ class BrowserPool:
             asyncio.run_coroutine_threadsafe(self._shutdown(), loop).result(15)
         loop.call_soon_threadsafe(loop.stop)
 
-    def rss_mb(self) -> float:
-        """The memory of every browser of this pool (retiring ones too)."""
-        return sum(c.rss_mb() for c in [*self._retired, *filter(None, [self._current])])
+    def browsers(self) -> list[Chromium]:
+        """The live browsers: the current one, and retired ones still finishing pages."""
+        return [*self._retired, *filter(None, [self._current])]
+
+    def memory_mb(self) -> float:
+        """The memory of every browser of this pool (retiring ones too), PSS."""
+        return sum(c.memory_mb() for c in self.browsers())
+
+    def processes(self) -> list[psutil.Process]:
+        """Every process of every live browser."""
+        return [p for c in self.browsers() for p in c.tree()]
+
+    def proxies(self) -> list[GuardProxy]:
+        """The guard's proxies (each counts the connections it refused)."""
+        return list(self._proxies.values())
 
     def _started(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -280,8 +300,11 @@ class BrowserPool:
         if self.guard is not None:
             options["proxy"] = {"server": (await self.guard_proxy(None)).url}
         try:
+            renderers = self.settings.renderers or os.cpu_count() or 2
             browser = await self._playwright.chromium.launch(
-                executable_path=executable, args=[*CHROMIUM_ARGS, f"{MARKER}={marker}"],
+                executable_path=executable, args=[
+                    *CHROMIUM_ARGS, f"--renderer-process-limit={renderers}",
+                    f"{MARKER}={marker}"],
                 timeout=self.settings.launch_timeout_s * 1000, **options)
         except Error as exc:
             raise NetworkError(f"Chromium ({executable}) did not start: "
@@ -296,7 +319,7 @@ class BrowserPool:
         if not chromium.retired and (
                 chromium.served >= settings.recycle_pages
                 or (chromium.served % RSS_EVERY == 0
-                    and chromium.rss_mb() > settings.recycle_mb)):
+                    and chromium.memory_mb() > settings.recycle_mb)):
             await self._retire(chromium)
         for old in [c for c in self._retired if c.in_flight == 0]:
             self._retired.remove(old)
@@ -320,7 +343,7 @@ class BrowserPool:
             self._current = None
 
     async def _shutdown(self) -> None:
-        for chromium in [*self._retired, *filter(None, [self._current])]:
+        for chromium in self.browsers():
             await _closed(chromium)
         self._current, self._retired = None, []
         for proxy in self._proxies.values():

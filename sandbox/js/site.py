@@ -8,6 +8,7 @@
     /product/ID        the product, complete in its HTML (with an image, a font, a video)
     /fault/hang        a page that never finishes loading (its script never arrives)
     /fault/hog         a page whose script allocates memory without end
+                       (either is also a product's page the first time, for ``troubles``)
     /__expected        every product record (JSON)
     /__blocked         requests of images, fonts and media so far (JSON)
 
@@ -95,11 +96,16 @@ def _rows(products: list[Product], more: bool | None = None) -> Reply:
 
 
 class JsShop:
-    """Request in, reply out; ``tally`` is the server's (set once it is built)."""
+    """Request in, reply out; ``tally`` is the server's (set once it is built).
 
-    def __init__(self, catalogue: Catalogue) -> None:
+    ``troubles``: products whose page, the first time it is asked for, never finishes
+    loading (``hang``) or allocates memory without end (``hog``); asked again, it is the
+    product's page: a crawler that ends the page and retries it loses nothing."""
+
+    def __init__(self, catalogue: Catalogue, troubles: dict[int, str] | None = None) -> None:
         self.catalogue = catalogue
         self.tally: Tally | None = None
+        self.troubles = dict(troubles or {})
         pages = {path: Reply(200, _shell(path, before, script))
                  for path, (before, script) in _PAGES.items()}
         pages.update({f"/product/{p.id}": Reply(200, _product_page(p))
@@ -117,6 +123,10 @@ class JsShop:
         self.pages = pages
 
     def __call__(self, incoming: Incoming) -> Reply | Script:
+        if self.troubles and incoming.path.startswith("/product/"):
+            trouble = self.troubles.pop(_id(incoming.path), None)
+            if trouble is not None:
+                return self.pages[f"/fault/{trouble}"]
         page = self.pages.get(incoming.target)
         if page is not None:
             return page
@@ -136,6 +146,11 @@ class JsShop:
         if self.tally is None:
             return {kind: 0 for kind in BLOCKED_PREFIXES}
         return {kind: self.tally.requests(prefix) for kind, prefix in BLOCKED_PREFIXES.items()}
+
+
+def _id(path: str) -> int:
+    tail = path.rsplit("/", 1)[1]
+    return int(tail) if tail.isdigit() else -1
 
 
 async def _never(conn: Conn) -> None:
