@@ -18,9 +18,15 @@ from scrapy_playwright.page import PageMethod
 
 BLOCKED = {"image", "font", "media"}
 SCROLL_TO_END = """async () => {
-  for (let i = 0; i < 200 && !document.querySelector('#end'); i++) {
-    window.scrollTo(0, document.body.scrollHeight);
-    await new Promise(r => setTimeout(r, 50));
+  // as sites/jsshop's Browse(scroll=100, scroll_until="#end"): up to 100 scrolls, each
+  // waiting up to 1.5 s for the list to grow
+  for (let i = 0; i < 100 && !document.querySelector('#end'); i++) {
+    const h = document.body.scrollHeight;
+    window.scrollTo(0, h);
+    for (let t = 0; t < 30 && document.body.scrollHeight <= h
+         && !document.querySelector('#end'); t++) {
+      await new Promise(r => setTimeout(r, 50));
+    }
   }
 }"""
 ACTIONS = {
