@@ -22,8 +22,9 @@ Lifetimes, as Crawlee's browser pool keeps them, and for the complaints its user
   hold more than ``BROWSER_RECYCLE_MB`` of PSS (measured every ``RSS_EVERY`` pages):
   new pages go to a fresh one, the old one closes when its last page ends;
 - a browser that crashed (disconnected) is replaced on the next page; one that hangs
-  (a page outlives its deadline by ``GRACE_S``) is killed, with all its processes, and
-  replaced; the page's fetch fails with a ``NetworkError`` so its unit is retried;
+  (after a failed page it cannot open a context within ``PROBE_S``, or a page outlives
+  its deadline by ``GRACE_S``) is killed, with all its processes, and replaced; the
+  page's fetch fails with a ``NetworkError`` so its unit is retried;
 - each Chromium is found among this process's descendants by a marker switch on its
   command line, so its memory is measured and it can be killed whatever Playwright's
   driver is doing; ``close`` (the worker's stop) and the exit of this process end them.
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 GRACE_S = 5.0  # past its deadline, a page this late means a hung browser
+PROBE_S = 3.0  # a browser that cannot open a context this fast after a failed page hangs
 RSS_EVERY = 20  # pages between two measures of a browser's memory
 PAGE_USES = 50  # pages one tab renders before it is closed (its renderer's memory)
 CONTEXT_USES = 500  # pages of one context before a fresh one takes over
@@ -270,6 +272,10 @@ class BrowserPool:
             except Exception as exc:
                 if not chromium.browser.is_connected():
                     raise NetworkError(f"the browser died under the page: {exc}") from None
+                if not await _answers(chromium.browser):
+                    await self._kill(chromium)
+                    raise NetworkError("the browser stopped answering: killed and "
+                                       "replaced") from None
                 raise
             finally:
                 chromium.in_flight -= 1
@@ -336,10 +342,13 @@ class BrowserPool:
 
     async def _kill_current(self) -> None:
         """Kill the current browser (hung): its pages fail, the next page gets a new one."""
-        current = self._current
-        if current is not None:
-            current.retired = True
-            current.kill()
+        if self._current is not None:
+            await self._kill(self._current)
+
+    async def _kill(self, chromium: Chromium) -> None:
+        chromium.retired = True
+        chromium.kill()
+        if chromium is self._current:
             self._current = None
 
     async def _shutdown(self) -> None:
@@ -362,6 +371,18 @@ async def _closed(chromium: Chromium) -> None:
     except Exception:  # hung, or already gone: make sure no process stays
         chromium.kill()
     chromium.kill()  # any process its close left behind
+
+
+async def _answers(browser: Browser) -> bool:
+    """Whether a browser whose page failed still answers (a context opened and closed
+    within ``PROBE_S``): a page past its deadline may be the page's fault or the
+    browser's."""
+    try:
+        context = await asyncio.wait_for(browser.new_context(), PROBE_S)
+        await asyncio.wait_for(context.close(), PROBE_S)
+    except Exception:
+        return False
+    return True
 
 
 async def _quietly(work: Awaitable[Any]) -> None:
