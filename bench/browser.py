@@ -26,12 +26,18 @@ every fifth time), ``exact``
 (every product of ``/__expected`` and nothing else, and no image, font or media asked
 of the server). The peers' venvs are made on first use from their pinned requirements
 (``bench/*_peer/requirements-browser.txt``). The last line is JSON.
+
+``--memory [--pages 10000]``: instead, the memory of one browser client (this process,
+Playwright's driver, Chromium) over that many rendered pages, ``--concurrency`` at once,
+marked every 500 pages; ``drift_rss`` and ``drift_pss`` are the last mark over the
+first (goal: within ±15 %).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -92,6 +98,11 @@ class PeakRss:
                     continue
         self.peak = max(self.peak, size)
         self.peak_pss = max(self.peak_pss, pss)
+
+    def reset(self) -> None:
+        """Forget the peaks and sample now, PSS included: a mark at one moment."""
+        self.peak = self.peak_pss = self._samples = 0
+        self.sample()
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
@@ -212,6 +223,52 @@ def run_peer(name: str, shop: Shop, workdir: Path, concurrency: int,
             "exact": _exact(shop, found, blocked)}
 
 
+def memory(pages: int, concurrency: int) -> dict[str, Any]:
+    """``--memory``: ``pages`` product pages rendered by one browser client, ``concurrency``
+    at once, in this process (what one worker process holds: the client, Playwright's
+    driver, Chromium); the RSS and PSS of this process and all its children at page
+    ``at`` (500; a quarter of a shorter run) and every ``at`` pages after. ``drift`` is the last over the one at ``at``
+    (goal: within 0.85..1.15)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from config import FetchSettings
+    from external_interface.clients.browser import BrowserClient
+    from external_interface.http import Request
+    from sandbox.js.__main__ import serve as serve_in_thread
+    from sandbox.js.catalogue import Catalogue
+
+    at = min(500, max(1, pages // 4))  # a short run marks each quarter
+    catalogue = Catalogue(1, 500)
+    server = serve_in_thread(catalogue).start_in_thread(max_seconds=24 * 3600)
+    client = BrowserClient(FetchSettings(), BrowserSettings(pages=concurrency))
+    marks: list[dict[str, float]] = []
+    me = PeakRss([os.getpid()])
+    done = 0
+    lock = threading.Lock()
+    started = time.monotonic()
+
+    def one(n: int) -> None:
+        nonlocal done
+        client.fetch_raw(Request(f"{server.url}/product/{1000 + n % 500}"))
+        with lock:
+            done += 1
+            if done % at == 0:
+                me.reset()
+                marks.append({"page": done, "rss_mb": me.peak_mb, "pss_mb": me.peak_pss_mb,
+                              "browsers": client.pool.launched})
+    try:
+        with ThreadPoolExecutor(concurrency) as pool:
+            list(pool.map(one, range(pages)))
+    finally:
+        client.close()
+        server.close()
+    first, last = marks[0], marks[-1]
+    return {"pages": pages, "concurrency": concurrency,
+            "pages_per_s": round(pages / (time.monotonic() - started), 2),
+            "marks": marks, "drift_rss": round(last["rss_mb"] / first["rss_mb"], 3),
+            "drift_pss": round(last["pss_mb"] / first["pss_mb"], 3)}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.browser", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -220,12 +277,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per crawl")
     p.add_argument("--quiet-wait", type=float, default=30.0,
                    help="wait up to this long for a quiet machine first")
+    p.add_argument("--memory", action="store_true",
+                   help="instead: memory over --pages rendered pages (see memory())")
+    p.add_argument("--pages", type=int, default=10_000)
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
     if BrowserSettings().chromium() is None:
         print("bench browser: no Chromium here: apt-get install chromium, or set "
               "BROWSER_EXECUTABLE", file=sys.stderr)
         return 2
+    if args.memory:
+        report(memory(args.pages, args.concurrency), args.json)
+        return 0
     workdir = bench_dir() / "browser" / time.strftime("%Y%m%d-%H%M%S")
     waited = wait_quiet(max_wait_s=args.quiet_wait) if args.quiet_wait else 0.0
     shop = serve(args.products)
