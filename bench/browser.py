@@ -227,8 +227,8 @@ def memory(pages: int, concurrency: int) -> dict[str, Any]:
     """``--memory``: ``pages`` product pages rendered by one browser client, ``concurrency``
     at once, in this process (what one worker process holds: the client, Playwright's
     driver, Chromium); the RSS and PSS of this process and all its children at page
-    ``at`` (500; a quarter of a shorter run) and every ``at`` pages after. ``drift`` is the last over the one at ``at``
-    (goal: within 0.85..1.15)."""
+    500 (a quarter of a shorter run) and every 500 pages after; ``drift_*`` is the last
+    mark over the first (goal: within 0.85..1.15)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from config import FetchSettings
