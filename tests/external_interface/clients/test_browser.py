@@ -227,3 +227,41 @@ def test_close_leaves_no_browser_process(served: tuple[LoopServer, BrowserClient
     client.close()
     assert not [p for p in mine if p.is_running() and p.status() != "zombie"]
     assert not [p for p in browser_processes() if p in mine]
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """A page showing the User-Agent, Cookie and X-Token headers its request carried."""
+
+    def do_GET(self) -> None:
+        shown = "".join(f'<p id="{name}">{self.headers.get(name, "")}</p>'
+                        for name in ("User-Agent", "Cookie", "X-Token"))
+        body = f"<html><body>{shown}</body></html>".encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_providers_user_agent_cookies_and_headers_go_out_with_the_page() -> None:
+    need_chromium()
+    site = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    client = BrowserClient(FetchSettings(deadline_s=20), BrowserSettings())
+    try:
+        url = f"http://127.0.0.1:{site.server_port}/"
+        page = client.fetch_raw(Request(url, headers={"User-Agent": "Pooled/1.0",
+                                                      "X-Token": "t1"},
+                                        cookies={"session": "abc"}))
+        other = client.fetch_raw(Request(url, headers={"User-Agent": "Other/2.0"}))
+    finally:
+        client.close()
+        site.shutdown()
+    assert page.css("#User-Agent::text").get() == "Pooled/1.0"
+    assert page.css("#Cookie::text").get() == "session=abc"
+    assert page.css("#X-Token::text").get() == "t1"
+    assert other.css("#User-Agent::text").get() == "Other/2.0"  # a context of its own
+    assert not other.css("#Cookie::text").get()
