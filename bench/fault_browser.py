@@ -10,12 +10,15 @@ processes) and the JavaScript shop (``sandbox.js``) in a thread, launches
     browser_sigkill    the worker's Chromium (every process of it) SIGKILLed at a random
                        moment while pages are in flight: the pool launches another, the
                        pages' units are retried
-    page_never_loads   three product pages never finish loading the first time they are
-                       asked for: the fetch deadline ends each, the unit is retried
-    page_hogs_memory   three product pages allocate memory without end the first time:
-                       the tab's heap cap (``JS_HEAP_MB``) crashes it or the deadline ends
-                       it, the unit is retried; the browsers' memory stays bounded
-                       (``peak_browser_mb`` under ``BROWSER_RECYCLE_MB`` plus the heap cap)
+    page_never_loads   three product pages carry a script that never arrives the first
+                       time they are asked for: the fetch deadline ends each, the unit is
+                       retried
+    page_hogs_memory   three product pages carry a script that allocates memory without
+                       end the first time: the page is read before its tab dies, or the
+                       tab's heap cap (``JS_HEAP_MB``) crashes it and the unit is retried;
+                       the browsers' memory stays bounded
+                       (``peak_browser_mb``, their PSS, under ``BROWSER_RECYCLE_MB`` plus
+                       the heap cap)
 
 Measured per run: ``lost`` (products of ``/__expected`` not stored), ``doubled`` (items
 the job counted beyond the distinct ones stored), whether the job finished, and no
@@ -102,11 +105,13 @@ SCENARIOS = [Scenario("browser_sigkill", inject=kill_browser),
 
 
 def browser_mb(cluster: Cluster) -> float:
+    """The PSS of the cluster's browsers, every process of them (0 for one that just went)."""
     total = 0
     for main in chromiums(cluster):
-        for process in [main, *main.children(recursive=True)]:
-            with suppress(psutil.Error):
-                total += process.memory_info().rss
+        with suppress(psutil.Error):
+            for process in [main, *main.children(recursive=True)]:
+                with suppress(psutil.Error):
+                    total += process.memory_full_info().pss
     return total / 2**20
 
 

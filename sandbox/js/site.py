@@ -64,10 +64,12 @@ more();"""),
 document.getElementById('show').addEventListener('click', () =>
   fetch('/api/reveal').then(r => r.json()).then(d => d.rows.forEach(row)));"""),
 }
-_HOG = """<html><body><p>hog</p><script>
+_HOG_JS = """<script>
 const kept = []; setInterval(() => { for (let i = 0; i < 20; i++)
   kept.push(new Array(1 << 18).fill(kept.length)); }, 5);
-</script></body></html>"""
+</script>"""
+_HANG_JS = '<script src="/fault/never.js"></script>'
+_TROUBLE = {"hog": _HOG_JS, "hang": _HANG_JS}
 
 
 def _shell(path: str, before: str, script: str) -> bytes:
@@ -76,7 +78,8 @@ def _shell(path: str, before: str, script: str) -> bytes:
             "</body></html>").encode()
 
 
-def _product_page(p: Product) -> bytes:
+def _product_page(p: Product, trouble: str = "") -> bytes:
+    """The product's page; with a ``trouble``'s script at its end."""
     name = html.escape(p.name)
     return (f"<!doctype html><html><head><title>{name}</title><style>@font-face "
             "{font-family: shop; src: url(/font/shop.woff2);} body {font-family: shop;}"
@@ -84,7 +87,8 @@ def _product_page(p: Product) -> bytes:
             f"<h1 class=\"name\">{name}</h1><span class=\"price\">{p.price}</span>"
             f"<span class=\"section\">{p.section}</span>"
             f"<img src=\"/img/{p.id}.png\" alt=\"\"><video src=\"/media/{p.id}.mp4\" "
-            "autoplay muted></video></article></body></html>").encode()
+            f"autoplay muted></video></article>{_TROUBLE.get(trouble, '')}</body></html>"
+            ).encode()
 
 
 def _rows(products: list[Product], more: bool | None = None) -> Reply:
@@ -98,9 +102,10 @@ def _rows(products: list[Product], more: bool | None = None) -> Reply:
 class JsShop:
     """Request in, reply out; ``tally`` is the server's (set once it is built).
 
-    ``troubles``: products whose page, the first time it is asked for, never finishes
-    loading (``hang``) or allocates memory without end (``hog``); asked again, it is the
-    product's page: a crawler that ends the page and retries it loses nothing."""
+    ``troubles``: products whose page, the first time it is asked for, carries a script
+    that never arrives, so the page never finishes loading (``hang``), or one that
+    allocates memory without end (``hog``); asked again, the page is plain: a crawler
+    that ends the page and retries it, or reads it before its tab dies, loses nothing."""
 
     def __init__(self, catalogue: Catalogue, troubles: dict[int, str] | None = None) -> None:
         self.catalogue = catalogue
@@ -117,16 +122,18 @@ class JsShop:
             pages[f"/api/scroll?offset={offset}"] = _rows(
                 scroll[offset:offset + SCROLL_BATCH], offset + SCROLL_BATCH < len(scroll))
         pages["/__expected"] = Reply(200, json.dumps(catalogue.expected()).encode(), JSON)
-        pages["/fault/hog"] = Reply(200, _HOG.encode())
-        pages["/fault/hang"] = Reply(200, b"<html><body><p>hang</p><script "
-                                          b"src=\"/fault/never.js\"></script></body></html>")
+        pages["/fault/hog"] = Reply(200, f"<html><body><p>hog</p>{_HOG_JS}</body></html>"
+                                    .encode())
+        pages["/fault/hang"] = Reply(200, f"<html><body><p>hang</p>{_HANG_JS}</body></html>"
+                                     .encode())
         self.pages = pages
 
     def __call__(self, incoming: Incoming) -> Reply | Script:
         if self.troubles and incoming.path.startswith("/product/"):
-            trouble = self.troubles.pop(_id(incoming.path), None)
-            if trouble is not None:
-                return self.pages[f"/fault/{trouble}"]
+            product = self.catalogue.by_id.get(_id(incoming.path))
+            trouble = self.troubles.pop(product.id, None) if product else None
+            if product is not None and trouble is not None:
+                return Reply(200, _product_page(product, trouble))
         page = self.pages.get(incoming.target)
         if page is not None:
             return page

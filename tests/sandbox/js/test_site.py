@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import urllib.request
 
+from sandbox.js.__main__ import serve
 from sandbox.js.catalogue import SECTIONS, Catalogue
 from tests.external_interface.clients.browser_support import shop
 
@@ -42,3 +43,16 @@ def test_requests_for_images_fonts_and_media_are_counted() -> None:
         _get(server.url + "/font/shop.woff2")
         assert json.loads(_get(server.url + "/__blocked")) == {"image": 1, "font": 1,
                                                                 "media": 0}
+
+
+def test_a_troubled_product_page_carries_its_script_the_first_time_only() -> None:
+    server = serve(Catalogue(1, 6), hang=1, hog=1).start_in_thread()
+    try:
+        hang, hog = 1005, 1004  # the last product hangs, the one before it hogs
+        first = _get(f"{server.url}/product/{hang}").decode()
+        assert "/fault/never.js" in first and 'data-id="1005"' in first
+        assert "/fault/never.js" not in _get(f"{server.url}/product/{hang}").decode()
+        assert b"kept.push" in _get(f"{server.url}/product/{hog}")
+        assert b"kept.push" not in _get(f"{server.url}/product/{hog}")
+    finally:
+        server.close()
