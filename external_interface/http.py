@@ -49,7 +49,8 @@ class Browse:
     """What a ``browser`` step does on its page before the DOM is read, in this order:
     click each of ``click`` (CSS selectors, each waited for); wait for ``wait_for`` (a
     CSS selector) to appear; scroll to the bottom up to ``scroll`` times, stopping
-    once ``scroll_until`` appears or the page stops growing; wait for the network to be
+    once ``scroll_until`` appears (a page that never shows it fails) or, without it,
+    once the page stops growing; wait for the network to be
     idle (``idle``); take a full-page PNG (``screenshot``: ``Response.screenshot``).
     ``block``: the resource types never requested (Playwright's names: ``image``,
     ``font``, ``media``, ``stylesheet``, ...); images, fonts and media by default.

@@ -194,21 +194,36 @@ class BrowserClient:
 
 
 async def _act(page: Page, browse: Browse) -> None:
-    """What the step asked to be done on the page, in ``Browse``'s order."""
+    """What the step asked to be done on the page, in ``Browse``'s order. A scroll that
+    brings nothing within ``SCROLL_WAIT_MS`` ends the list, unless the step said how its
+    end looks (``scroll_until``): then it scrolls on, and a list whose end never showed
+    fails the fetch (retried) rather than pass for complete."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
     for selector in browse.click:
         await page.click(selector)
     if browse.wait_for:
         await page.wait_for_selector(browse.wait_for, state="attached")
     for _ in range(browse.scroll):
         if browse.scroll_until and await page.query_selector(browse.scroll_until):
-            break
+            return await _idle(page, browse)
         height = await page.evaluate("document.body.scrollHeight")
         await page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
         try:
             await page.wait_for_function("h => document.body.scrollHeight > h", arg=height,
                                          timeout=SCROLL_WAIT_MS)
-        except Exception:  # nothing more came: the list has ended
-            break
+        except PlaywrightTimeout:  # nothing more came: the list has ended, unless the
+            if not browse.scroll_until:  # page says how its end looks: then scroll on
+                break
+    if browse.scroll and browse.scroll_until and not await page.query_selector(
+            browse.scroll_until):
+        raise NetworkError(f"{browse.scroll_until!r} never appeared in {browse.scroll} "
+                           "scrolls: the list is incomplete", url=redact_url(page.url))
+    await _idle(page, browse)
+
+
+async def _idle(page: Page, browse: Browse) -> None:
+    """Wait for the network to be idle, when the step asked for it."""
     if browse.idle:
         await page.wait_for_load_state("networkidle")
 

@@ -65,6 +65,14 @@ def test_a_click_reveals_and_a_scroll_loads_every_row(
     assert scrolled.screenshot is not None and scrolled.screenshot.startswith(b"\x89PNG")
 
 
+def test_a_list_whose_end_never_shows_fails_rather_than_pass_for_complete(
+        served: tuple[LoopServer, BrowserClient]) -> None:
+    server, client = served
+    with pytest.raises(NetworkError, match="never appeared"):
+        client.fetch_raw(Request(server.url + "/scroll", browse=Browse(
+            wait_for="li.row", scroll=2, scroll_until="#no-such-end")))
+
+
 def test_images_fonts_and_media_are_never_requested(
         served: tuple[LoopServer, BrowserClient]) -> None:
     server, client = served
