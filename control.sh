@@ -18,10 +18,11 @@
 #   ./control.sh logs [component]
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv|json|parquet] [--out FILE]
 #                      [--job JOB_ID] [--since WHEN] [--fields A,B]
-#   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export [args]
+#   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export|browser
 #                      (python -m bench.X --help)
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #                       [--only SCENARIO --replay SEED] [--keep] (report under run/faults/)
+#   ./control.sh faults --browser [--json] [--runs N] [--only SCENARIO ...]  (bench.fault_browser)
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #   ./control.sh docs [--check]             regenerate docs/configuration.md from config.py
 #                                           (--check: exit 1, naming what is stale)
@@ -397,10 +398,10 @@ cmd_test() {
 cmd_bench() {
   local what="${1:-}"; [[ $# -gt 0 ]] && shift
   case "$what" in
-    dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export)
+    dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export|browser)
       "$PY" -m "bench.$what" "$@" ;;
     *) die "bench: expected one of: dedup, storage, crawl, chain, rate_limit, export, polite," \
-         "generic, api_export" ;;
+         "generic, api_export, browser" ;;
   esac
 }
 
@@ -448,7 +449,9 @@ main() {
     launch|try|shell|new-site|export|monitor|jobs|wait|pause|resume|cancel|retry|workers)
       cmd_setup; "$PY" -m cli "$verb" "$@" ;;
     bench) cmd_setup; cmd_bench "$@" ;;
-    faults) cmd_setup; "$PY" -m bench.faults "$@" ;;
+    faults) cmd_setup
+      if [[ "${1:-}" == "--browser" ]]; then "$PY" -m bench.fault_browser "${@:2}"
+      else "$PY" -m bench.faults "$@"; fi ;;
     docs) cmd_setup; "$PY" -m ops.config_reference "$@" ;;
     *) usage; [[ -z "$verb" ]] || exit 2 ;;
   esac

@@ -8,6 +8,8 @@ Steps and what they read and return:
     Parsed        what a parse returns: items, a follow list, the next page
     Item          a stored record: class Post(Item, collection="posts", key="id")
     Request       what a step sends (a request function returns one)
+    Browse        what a browser step does on its page: wait_for, click, scroll, idle,
+                  screenshot (@step(client="browser", browse=Browse(wait_for="li.row")))
     Response      what a parse reads: css(), xpath(), json(), text, headers, date, follow()
     UnitContext   the unit at hand (job, step, depth, the job's site settings)
 
@@ -79,7 +81,7 @@ from exceptions import (
     TransientError,
 )
 from external_interface.dedup import RecrawlPolicy
-from external_interface.http import SITEMAP_TYPES, Request, Response
+from external_interface.http import SITEMAP_TYPES, Browse, Request, Response
 from external_interface.storage import Item
 
 if TYPE_CHECKING:
@@ -118,7 +120,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "IMAGE_META", "SITEMAP_TYPES", "AllowedDomains", "BanRule", "Banned", "BatchClosed",
+    "IMAGE_META", "SITEMAP_TYPES", "AllowedDomains", "BanRule", "Banned", "BatchClosed", "Browse",
     "CaptchaUnsolved", "Chain", "Challenge", "CrawlError", "DeviceItem", "DropItem",
     "HmacSigner", "Input", "Item", "ItemPipeline", "JobEvent", "Link", "Middleware",
     "Observer", "Page", "ParseError", "Parsed", "PermanentError", "Politeness",

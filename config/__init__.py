@@ -586,6 +586,21 @@ class BrowserSettings(BaseSettings):
     executable: str | None = Field(
         None, description="Path of the Chromium to run; unset: chromium, chromium-browser or "
         "google-chrome, the first on PATH.")
+    pages: int = Field(
+        8, ge=1, description="Pages a worker process renders at once (its one browser's).")
+    renderers: int = Field(
+        0, ge=0, description="Renderer processes a browser runs its pages in (Chromium's "
+        "--renderer-process-limit); 0: one per CPU core, past which more only cost memory.")
+    site_pages: int = Field(
+        16, ge=1, description="Browser pages in flight per site across the cluster: browsers "
+        "are the expensive resource (a slot like a site's max_concurrency).")
+    recycle_pages: int = Field(
+        500, ge=1, description="A browser is replaced after rendering this many pages.")
+    recycle_mb: int = Field(
+        1024, ge=64, description="A browser whose processes hold more than this (MB, their "
+        "PSS: shared pages counted once) is replaced (checked every few pages).")
+    launch_timeout_s: float = Field(
+        30.0, gt=0, description="Longest wait for Chromium to start.")
 
     def chromium(self) -> str | None:
         """The executable to run, or None when there is none here."""
@@ -658,6 +673,7 @@ class Settings:
         self.sitemap = read(SitemapSettings, env)
         self.http_cache = read(HttpCacheSettings, env)
         self.extensions = read(ExtensionSettings, env)
+        self.browser = read(BrowserSettings, env)
         self.check()
 
     def _with_tls(self, model: SettingsModel, field: str) -> SettingsModel:

@@ -45,6 +45,29 @@ SITEMAP_TYPES = (*XML_TYPES, "text/plain",  # the sitemap protocol allows a text
 
 
 @dataclass(frozen=True)
+class Browse:
+    """What a ``browser`` step does on its page before the DOM is read, in this order:
+    click each of ``click`` (CSS selectors, each waited for); wait for ``wait_for`` (a
+    CSS selector) to appear; scroll to the bottom up to ``scroll`` times, stopping
+    once ``scroll_until`` appears (a page that never shows it fails) or, without it,
+    once the page stops growing; wait for the network to be
+    idle (``idle``); take a full-page PNG (``screenshot``: ``Response.screenshot``).
+    ``block``: the resource types never requested (Playwright's names: ``image``,
+    ``font``, ``media``, ``stylesheet``, ...); images, fonts and media by default.
+
+        @step(url="{base}/app", client="browser", browse=Browse(wait_for="li.row"))
+    """
+
+    wait_for: str | None = None
+    click: tuple[str, ...] = ()
+    scroll: int = 0
+    scroll_until: str | None = None
+    idle: bool = False
+    screenshot: bool = False
+    block: tuple[str, ...] = ("image", "font", "media")
+
+
+@dataclass(frozen=True)
 class Request:
     """What a step's request builder returns; providers transform it before the fetch.
 
@@ -72,6 +95,7 @@ class Request:
     accept_types: tuple[str, ...] = ()
     meta: dict[str, str] = field(default_factory=dict)
     accept_statuses: tuple[int, ...] = ()
+    browse: Browse | None = None  # what the ``browser`` client does on the page
 
     def with_headers(self, **headers: str) -> Request:
         return self.replace(headers={**self.headers, **headers})
@@ -110,6 +134,7 @@ class Response:
     encoding: str | None = None
     elapsed_s: float = 0.0
     from_cache: bool = field(default=False, compare=False)  # replayed by the dev cache
+    screenshot: bytes | None = field(default=None, compare=False, repr=False)  # Browse's PNG
 
     def __post_init__(self) -> None:
         if not isinstance(self.headers, HTTPHeaderDict):

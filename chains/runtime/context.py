@@ -150,7 +150,7 @@ class Runtime:
                  settings.state.connect_wait_s if wait_s is None else wait_s)
         client = state_redis(settings.state.redis_url)
         polite = settings.politeness
-        clients = Clients.from_settings(settings.fetch)
+        clients = Clients.from_settings(settings.fetch, settings.browser)
         fetcher = clients.get(DEFAULT_CLIENT)
         cached = caching_fetcher(settings.http_cache, fetcher)
         agent = default_headers(settings.headers.family, "robots.txt")

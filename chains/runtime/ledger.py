@@ -47,7 +47,8 @@ log = logging.getLogger(__name__)
 Outcome = Literal["done", "skipped", "gone", "failed", "cancelled"]
 OUTCOMES: tuple[Outcome, ...] = ("done", "skipped", "gone", "failed", "cancelled")
 STEP_FIELDS = ("spawned", "done", "failed", "skipped", "gone", "cancelled", "retried", "items",
-               "new", "changed", "unchanged", "requests", "cache_hits", "revived", "bans",
+               "new", "changed", "unchanged", "requests", "rendered", "cache_hits", "revived",
+               "bans",
                "rotations", "captcha_solves", "cookie_refreshes", "dropped_items")
 
 RUNNING, PAUSED, CANCELLED = "running", "paused", "cancelled"

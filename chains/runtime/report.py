@@ -34,12 +34,21 @@ def summary_table(status: dict[str, Any], width: int = WIDE) -> Table:
     table.add_column("step", overflow="fold")
     shown = [c for c in COLUMNS if width >= WIDE or c in ALWAYS
              or status["totals"].get(c, 0)]
+    if status["totals"].get("rendered"):  # a job with browser pages: how each page went
+        shown += ["rendered", "http"]
     for name in shown:
         table.add_column(name, justify="right", no_wrap=True)
     for step, counts in status["steps"].items():
-        table.add_row(step, *(str(counts.get(c, 0)) for c in shown))
-    table.add_row("total", *(str(status["totals"].get(c, 0)) for c in shown), style="bold")
+        table.add_row(step, *(str(_count(counts, c)) for c in shown))
+    table.add_row("total", *(str(_count(status["totals"], c)) for c in shown), style="bold")
     return table
+
+
+def _count(counts: dict[str, Any], column: str) -> int:
+    """A step's figure for ``column``; ``http``: its pages not rendered in the browser."""
+    if column == "http":
+        return int(counts.get("requests", 0)) - int(counts.get("rendered", 0))
+    return int(counts.get(column, 0))
 
 
 def progress(status: dict[str, Any], width: int = WIDE) -> Group:

@@ -51,7 +51,7 @@ from pydantic import BaseModel, ValidationError
 from chains.runtime.extensions import UnitContext
 from exceptions import CrawlError, InvalidParams, ParseError
 from external_interface.clients import known_client
-from external_interface.http import PAGE_TYPES, Request, Response
+from external_interface.http import PAGE_TYPES, Browse, Request, Response
 from external_interface.storage import Item
 
 ItemT = TypeVar("ItemT", bound=Item)
@@ -134,6 +134,8 @@ class SiteStep(Generic[In, ItemT]):
     statuses: tuple[int, ...] = ()  # statuses besides 2xx its parse reads as a page
     takes_unit: bool = False  # its parse function takes the UnitContext third
     client: str | None = None  # its fetch client (None: the job's, else the site's)
+    browse: Browse | None = None  # what the browser does on its pages
+    render: str | None = None  # "auto": http first, the browser where the page needs it
 
     def records(self) -> set[str]:
         """The names a chain's links may read from this step: collections, follow lists."""
@@ -188,13 +190,15 @@ class SiteStep(Generic[In, ItemT]):
                 built = replace(built, accept_types=self.accept)
             if self.statuses and not built.accept_statuses:
                 built = replace(built, accept_statuses=self.statuses)
+            if self.browse is not None and built.browse is None:
+                built = replace(built, browse=self.browse)
             return built
         values = {**settings.__dict__, **params.__dict__}  # the fields as set: no dump
         url = (self.url or "{url}").format_map(values)
         query = {name: str(values[name]) for name in self.query
                  if values.get(name) not in (None, "")}
         return Request(url, params=query, accept_types=self.accept,
-                       accept_statuses=self.statuses)
+                       accept_statuses=self.statuses, browse=self.browse)
 
     def parse(self, params: In, response: Response, *interrupts: type[BaseException],
               unit: UnitContext | None = None) -> Parsed[ItemT]:
@@ -222,7 +226,7 @@ def step(name: str | None = None, *, url: str | None = None,
          query: str | tuple[str, ...] = (), request: Callable[[Any, Any], Request] | None = None,
          follows: str | tuple[str, ...] = (), accept: tuple[str, ...] = PAGE_TYPES,
          queue: str | None = None, statuses: tuple[int, ...] = (), platform: str | None = None,
-         client: str | None = None,
+         client: str | None = None, browse: Browse | None = None, render: str | None = None,
          ) -> Callable[[ParseFn[In, ItemT]], SiteStep[In, ItemT]]: ...
 
 
@@ -230,7 +234,7 @@ def step(name: str | ParseFn[In, ItemT] | None = None, *, url: str | None = None
          query: str | tuple[str, ...] = (), request: Callable[[Any, Any], Request] | None = None,
          follows: str | tuple[str, ...] = (), accept: tuple[str, ...] = PAGE_TYPES,
          queue: str | None = None, statuses: tuple[int, ...] = (), platform: str | None = None,
-         client: str | None = None,
+         client: str | None = None, browse: Browse | None = None, render: str | None = None,
          ) -> SiteStep[In, ItemT] | Callable[[ParseFn[In, ItemT]], SiteStep[In, ItemT]]:
     """Declare a step (``@step`` alone takes every default): ``name`` is
     ``site.platform.step`` (default: derived from where the function is, see the
@@ -241,7 +245,10 @@ def step(name: str | ParseFn[In, ItemT] | None = None, *, url: str | None = None
     the media types it parses (default: HTML and JSON); ``queue`` overrides the
     site's; ``statuses`` the 4xx/5xx statuses its parse reads as a page instead of
     failing the unit (a generic crawl's ``(404, 410)``); ``client`` the fetch client
-    of its requests (``http``, ``impersonate``) over the site's."""
+    of its requests (``http``, ``impersonate``, ``browser``) over the site's; ``browse``
+    what the browser does on the page (wait, click, scroll, screenshot: ``Browse``);
+    ``render="auto"`` fetches over ``http`` and renders in the browser only the pages
+    of a URL pattern where the plain page gives nothing and the rendered one does."""
     if callable(name):
         return step()(name)
     if name is not None and platform is not None:
@@ -252,6 +259,9 @@ def step(name: str | ParseFn[In, ItemT] | None = None, *, url: str | None = None
         raise ValueError(f"step {name or ''!r}: give url= or request=, not both")
     if client is not None:
         known_client(client, f"step {name or ''!r}")
+    if render not in (None, "auto"):
+        raise ValueError(f"step {name or ''!r}: render={render!r}: use render='auto' (or "
+                         "client='browser' to render every page)")
     odd = [s for s in statuses if not 400 <= s <= 599]
     if odd:
         raise ValueError(f"step {name or ''!r}: statuses= names {odd}: only 4xx and 5xx "
@@ -271,7 +281,7 @@ def step(name: str | ParseFn[In, ItemT] | None = None, *, url: str | None = None
                              f"'url' field ({model.__name__} has none)")
         return SiteStep(full, cast(type[In], model), fn, url, wanted, request, accept, queue,
                         _item_types(fn), (follows,) if isinstance(follows, str) else follows,
-                        tuple(statuses), _takes_unit(full, fn), client)
+                        tuple(statuses), _takes_unit(full, fn), client, browse, render)
 
     return declare
 

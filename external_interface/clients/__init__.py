@@ -11,6 +11,8 @@ HTTP client and scrapy-impersonate lets a request pick one:
                  connections, the cheapest per fetch (``clients.http``)
     impersonate  HTTP/2 and a current Chrome's TLS and HTTP/2 fingerprint, on curl_cffi
                  (``clients.impersonate``), for sites that refuse a Python client's handshake
+    browser      the page rendered by the system's headless Chromium through Playwright
+                 (``clients.browser``), for pages built by JavaScript; the most costly
 
 Every client keeps the same guarantees, most of them in shared code
 (``clients.bounds``): the redirect policy with its hop checks (scheme, the job's
@@ -20,7 +22,8 @@ deadline and pins the SSRF guard's checked address on its own connections. What 
 client cannot keep, its module says, and the README's fetch table.
 
 A client module imports its library; nothing here does, so a worker that never uses
-``impersonate`` never loads curl_cffi (``clients.factory`` imports it on first use).
+``impersonate`` never loads curl_cffi
+(nor Playwright, without ``browser``) (``clients.factory`` imports it on first use).
 """
 
 from __future__ import annotations
@@ -31,12 +34,12 @@ if TYPE_CHECKING:
     from external_interface.http import Request, Response
     from utils.domains import AllowedDomains
 
-CLIENTS = ("http", "impersonate")
+CLIENTS = ("http", "impersonate", "browser")
 DEFAULT_CLIENT = "http"
 PROXY_PORTS = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}  # by URL scheme
 # Clients that send a browser's own identity (User-Agent, client hints, Accept-Encoding):
 # requests for them are not dressed in the bundled browsers' headers, which could disagree.
-OWN_IDENTITY = frozenset({"impersonate"})
+OWN_IDENTITY = frozenset({"impersonate", "browser"})
 
 
 @runtime_checkable

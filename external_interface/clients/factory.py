@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from config import FetchSettings
+from config import BrowserSettings, FetchSettings
 from external_interface.clients import FetchClient, known_client
 from external_interface.clients.http import HttpClient
 from external_interface.url_guard import UrlGuard
@@ -24,10 +24,14 @@ def guard_from_settings(settings: FetchSettings) -> UrlGuard | None:
     return UrlGuard(settings.ssrf_allow) if settings.ssrf_guard else None
 
 
-def build_client(name: str, settings: FetchSettings,
-                 guard: UrlGuard | None = None) -> FetchClient:
+def build_client(name: str, settings: FetchSettings, guard: UrlGuard | None = None,
+                 browser: BrowserSettings | None = None) -> FetchClient:
     """The client called ``name``; ``ValueError`` naming the known ones for another."""
     known_client(name, "fetch")
+    if name == "browser":
+        from external_interface.clients.browser import BrowserClient
+
+        return BrowserClient(settings, browser or BrowserSettings(), guard)
     if name == "impersonate":
         from external_interface.clients.impersonate import ImpersonateClient
 
@@ -38,15 +42,18 @@ def build_client(name: str, settings: FetchSettings,
 class Clients:
     """This process's fetch clients by name, built on first use and kept."""
 
-    def __init__(self, settings: FetchSettings, guard: UrlGuard | None = None) -> None:
+    def __init__(self, settings: FetchSettings, guard: UrlGuard | None = None,
+                 browser: BrowserSettings | None = None) -> None:
         self.settings = settings
         self.guard = guard
+        self.browser = browser
         self._built: dict[str, FetchClient] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def from_settings(cls, settings: FetchSettings) -> Clients:
-        return cls(settings, guard_from_settings(settings))
+    def from_settings(cls, settings: FetchSettings,
+                      browser: BrowserSettings | None = None) -> Clients:
+        return cls(settings, guard_from_settings(settings), browser)
 
     def get(self, name: str) -> FetchClient:
         """The client called ``name`` (``ValueError`` for an unknown one)."""
@@ -55,7 +62,8 @@ class Clients:
             with self._lock:
                 found = self._built.get(name)
                 if found is None:
-                    found = self._built[name] = build_client(name, self.settings, self.guard)
+                    found = self._built[name] = build_client(name, self.settings, self.guard,
+                                                              self.browser)
         return found
 
     def close(self) -> None:

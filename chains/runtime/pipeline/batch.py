@@ -115,6 +115,7 @@ class FetchPoint:
     retry_after_s: float | None = None
     ended: float | None = None
     cached: bool = False  # replayed by the development cache: no request left
+    rendered: bool = False  # by the browser client
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,7 @@ class UnitRun:
     unchanged: bool = False
     fate: Fate | None = None
     error: CrawlError | None = None
+    render: bool = False  # a render="auto" unit sent to the browser after its plain page
 
     @property
     def live(self) -> bool:

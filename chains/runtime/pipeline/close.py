@@ -133,6 +133,7 @@ def batch_counts(runs: list[UnitRun], retried: int, rotated: int) -> dict[str, i
     return {"retried": retried, "rotations": rotated, **changes,
             "unchanged": sum(isinstance(r.fate, Unchanged) for r in runs),
             "requests": sum(r.fetch is not None and not r.fetch.cached for r in runs),
+            "rendered": sum(r.fetch is not None and r.fetch.rendered for r in runs),
             "cache_hits": sum(r.fetch is not None and r.fetch.cached for r in runs),
             "bans": sum(isinstance(r.error, Banned) for r in runs),
             "captcha_solves": sum(r.leases.solves for r in runs if r.leases is not None),

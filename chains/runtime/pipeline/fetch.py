@@ -94,6 +94,15 @@ def fetch_one(batch: Batch, r: UnitRun) -> UnitRun:
         return r.failed(exc)
 
 
+def fetch_rendered(batch: Batch, r: UnitRun) -> UnitRun:
+    """A ``render="auto"`` unit whose plain page gave nothing, fetched again in the
+    browser (its request as dressed before, within its slots)."""
+    try:
+        return _polite_fetch(batch, r.replace(render=True, response=None, parsed=None))
+    except CrawlError as exc:
+        return r.failed(exc)
+
+
 def _dress(batch: Batch, r: UnitRun) -> UnitRun:
     """The request through the providers the step uses; an empty pool makes it wait.
     Raises ``NoResource`` once the unit has waited ``RESOURCES_MAX_WAITS`` times."""
@@ -133,7 +142,7 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
     with slots, fetch_slots(batch.rt.settings.task.max_fetches):
         started = time.monotonic()
         try:
-            response = polite.fetcher(batch).fetch_raw(request, batch.allowed)
+            response = polite.fetcher(batch, r).fetch_raw(request, batch.allowed)
             ended = time.monotonic()
             if response.status not in request.accept_statuses:
                 check_response(response, batch.resources)
@@ -147,7 +156,7 @@ def _polite_fetch(batch: Batch, r: UnitRun) -> UnitRun:
             _logged(batch, r, point)
             return r.replace(fetch=point).failed(exc)
     point = FetchPoint(response.status, len(response.body), ended - started, None, ended,
-                       response.from_cache)
+                       response.from_cache, polite.renders(batch, r))
     _logged(batch, r, point)
     return r.replace(fetch=point, response=response)
 
@@ -172,6 +181,9 @@ def _slots(batch: Batch, r: UnitRun, bounds: Bounds) -> ExitStack:
         (bounds.bucket, polite.policy(batch, bounds.bucket, bounds.ceiling))]
     if batch.resources is not None and r.leases is not None and r.leases.proxy:
         wanted.append((f"{site}@{r.leases.proxy}", batch.resources.declared.per_exit))
+    if polite.renders(batch, r):  # browsers are the expensive resource: capped per site
+        wanted.append((f"{site}#browser",
+                       Politeness(max_concurrency=batch.rt.settings.browser.site_pages)))
     held = ExitStack()
     try:
         for bucket, policy in wanted:

@@ -6,7 +6,9 @@ the unit for good, naming it), and the parse of each of the chain step's ``rules
 pattern the page's URL matches (their items join the step's). Then, for a unit whose
 request went through providers, each resource is reported: a ban burns the one it blames
 (the unit will avoid that exit), a 429 rests the proxy, a network error marks it down a
-little. Parsing runs in the message's own thread: the fetch threads only wait on
+little. A ``render="auto"`` step's page that gave nothing over ``http`` is rendered in
+the browser and parsed again, while its pattern is undecided (``chains.runtime.render``).
+Parsing runs in the message's own thread: the fetch threads only wait on
 sockets, so lxml's work is not handed between threads.
 """
 
@@ -16,12 +18,15 @@ import re
 import time
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 from chains.runtime import registry
 from chains.runtime.extensions import UnitContext
 from chains.runtime.model import Rule
 from chains.runtime.pipeline.batch import Batch, UnitRun
-from chains.runtime.step import site_code
+from chains.runtime.pipeline.fetch import fetch_rendered
+from chains.runtime.render import CHOICES, PLAIN, RENDER
+from chains.runtime.step import Parsed, site_code
 from chains.runtime.units import rotated
 from exceptions import CrawlError, RotateError
 from external_interface.http import Response
@@ -35,6 +40,26 @@ def parse(batch: Batch, runs: Iterable[UnitRun]) -> list[UnitRun]:
 
 
 def _parse_one(batch: Batch, r: UnitRun) -> UnitRun:
+    parsed = _parsed(batch, r)
+    if batch.step.render != "auto" or parsed.parsed is None or r.fetch is None \
+            or r.fetch.rendered or r.request is None:
+        return parsed
+    url, step = r.request.full_url, batch.step.name
+    if not empty(parsed.parsed) or CHOICES.get(step, url) is not None:
+        CHOICES.decide(step, url, PLAIN)
+        return parsed
+    rendered = _parsed(batch, fetch_rendered(batch, r))  # nothing found: the browser's page?
+    if rendered.parsed is not None:
+        CHOICES.decide(step, url, PLAIN if empty(rendered.parsed) else RENDER)
+    return rendered
+
+
+def empty(parsed: Parsed[Any]) -> bool:
+    """A parse that found nothing: no item, no record to follow, no next page."""
+    return not parsed.items and not any(parsed.follow.values()) and parsed.next_page is None
+
+
+def _parsed(batch: Batch, r: UnitRun) -> UnitRun:
     if not r.live or r.response is None:
         return r
     ctx, response, interrupts = r.ctx, r.response, batch.rt.interrupts

@@ -30,10 +30,11 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from chains.runtime.pipeline.batch import Bounds
+from chains.runtime.render import CHOICES, RENDER
 from external_interface.politeness.throttle import crawl_delay_policy, is_open, strictest
 
 if TYPE_CHECKING:
-    from chains.runtime.pipeline.batch import Batch
+    from chains.runtime.pipeline.batch import Batch, UnitRun
     from config import Politeness
     from external_interface.http_cache import FetchesRaw
     from external_interface.robots.policy import RobotsPolicy
@@ -49,10 +50,20 @@ def client(batch: Batch) -> str:
     return batch.site.client_for(batch.step.client, batch.settings)
 
 
-def fetcher(batch: Batch) -> FetchesRaw:
-    """The fetcher of the batch's units: their client, through the development cache
-    when the job, or the workers, ask for it."""
-    return batch.rt.fetcher_for(uses_cache(batch), client(batch))
+def renders(batch: Batch, r: UnitRun | None = None) -> bool:
+    """Whether the unit's page is rendered in the browser: its client is ``browser``, or
+    its step renders on demand (``render="auto"``) and the page needs it."""
+    if client(batch) == RENDER or (r is not None and r.render):
+        return True
+    if batch.step.render != "auto" or r is None:
+        return False
+    return r.request is not None and CHOICES.get(batch.step.name, r.request.full_url) == RENDER
+
+
+def fetcher(batch: Batch, r: UnitRun | None = None) -> FetchesRaw:
+    """The fetcher of the unit: its client (the browser when ``renders`` says so),
+    through the development cache when the job, or the workers, ask for it."""
+    return batch.rt.fetcher_for(uses_cache(batch), RENDER if renders(batch, r) else client(batch))
 
 
 def robots(batch: Batch) -> RobotsPolicy | None:

@@ -148,3 +148,22 @@ def test_at_80_columns_the_summary_keeps_every_figure_and_failures_show_whole_ur
     url_at, reason_at = head.index("url"), head.index("reason")
     column = [line[url_at:reason_at].strip() for line in gone[gone.index(head) + 2:]]
     assert "".join(column) == long_url
+
+
+def test_a_job_with_browser_pages_shows_how_each_page_was_fetched() -> None:
+    from rich.console import Console
+
+    from chains.runtime.report import summary_table
+
+    counts = {"spawned": 5, "done": 5, "items": 3, "requests": 5, "rendered": 2}
+    status = {"job_id": "j", "state": "finished", "elapsed_s": 1.0,
+              "steps": {"lists": {**counts, "requests": 2, "rendered": 2},
+                        "product": {**counts, "requests": 3, "rendered": 0}},
+              "totals": counts}
+    console = Console(width=120, record=True)
+    console.print(summary_table(status, 120))
+    text = console.export_text()
+    assert "rendered" in text and "http" in text
+    lines = {line.split()[0]: line.split() for line in text.splitlines() if line.strip()}
+    assert lines["product"][-2:] == ["0", "3"] and lines["lists"][-2:] == ["2", "0"]
+    assert lines["total"][-2:] == ["2", "3"]
