@@ -122,6 +122,7 @@ end
 if finished > 0 then
   redis.call('HDEL', KEYS[6], unpack(done))
   redis.call('HDEL', KEYS[7], unpack(done))
+  redis.call('HDEL', KEYS[11], unpack(done))
   if pending == 0 then
     local state = redis.call('HGET', KEYS[5], 'state')
     if state == 'running' or state == 'paused' then
@@ -344,6 +345,27 @@ class Ledger:
             pipe.hincrby(keys.job(job_id, "deliveries"), unit_id, -1)
         pipe.execute()
 
+    def record_raise(self, job_id: str, unit_ids: list[str], reason: str) -> None:
+        """The units' message raised ``reason`` (``"ValueError: boom"``) and its worker
+        lived: their start stays open (it counts towards the poison limit), and the
+        ledger keeps why until they finish, so of a poison unit's starts left open, those
+        recorded here were raises and only the rest a worker's death. One message holds a
+        unit at a time, so the read and the write need no lock."""
+        key = keys.job(job_id, "raised")
+        found = self.redis.hmget(key, unit_ids) if unit_ids else []
+        pipe = self.redis.pipeline()
+        for unit_id, raw in zip(unit_ids, found, strict=True):
+            tally: dict[str, int] = json.loads(raw) if raw else {}
+            tally[reason] = tally.get(reason, 0) + 1
+            pipe.hset(key, unit_id, json.dumps(tally))
+        pipe.execute()
+
+    def raises(self, job_id: str, unit_id: str) -> dict[str, int]:
+        """What the unit's messages raised since it was registered (or retried): reason
+        -> times."""
+        raw = self.redis.hget(keys.job(job_id, "raised"), unit_id)
+        return dict(json.loads(raw)) if raw else {}
+
     def finish(self, job_id: str, unit_id: str, step: str, outcome: Outcome, items: int = 0,
                failure: Failure | None = None) -> bool:
         """Mark the unit finished; True if this call did it, False if it was already."""
@@ -374,7 +396,7 @@ class Ledger:
         result, ended = self._finish(
             keys=[keys.job(job_id, p) for p in
                   ("units", "finished", "counts", "failed", "meta", "deliveries", "open",
-                   "carry", "retryable", "gone")],
+                   "carry", "retryable", "gone", "raised")],
             args=argv,
         )
         if int(result) < 0:

@@ -79,6 +79,19 @@ def test_starts_that_ended_cleanly_do_not_count_towards_poison(
     assert ledger.start("j1", "u") == (2, False)  # the previous start never ended: a worker died
 
 
+def test_what_a_units_messages_raised_is_kept_until_it_finishes(
+        redis_client: redis.Redis) -> None:
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("u", "feed"), ("v", "feed")])
+    ledger.record_raise("j1", ["u", "v"], "ValueError: boom")
+    ledger.record_raise("j1", ["u"], "ValueError: boom")
+    ledger.record_raise("j1", ["u"], "KeyError: 'x'")
+    ledger.end_attempt("j1", ["u"])  # a clean end takes back a start, not what was raised
+    assert ledger.raises("j1", "u") == {"ValueError: boom": 2, "KeyError: 'x'": 1}
+    ledger.finish("j1", "u", "feed", "done")
+    assert ledger.raises("j1", "u") == {} and ledger.raises("j1", "v") == {"ValueError: boom": 1}
+
+
 def test_cancelled_job_is_not_marked_finished_later(redis_client: redis.Redis) -> None:
     ledger = new_job(redis_client)
     ledger.register("j1", [("u", "feed")])
