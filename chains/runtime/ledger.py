@@ -129,6 +129,7 @@ if finished > 0 then
       local failed = tonumber(redis.call('HGET', KEYS[3], 'failed') or '0')
       ended = failed > 0 and 'finished_with_failures' or 'finished'
       redis.call('HSET', KEYS[5], 'state', ended, 'finished_at', now)
+      redis.call('DEL', KEYS[8])  -- nothing runs on: no carrier's record outlives the job
     end
   end
 end
@@ -155,6 +156,17 @@ for i = 2, #ARGV do
   end
 end
 return out
+"""
+
+
+_END_ATTEMPT = """
+redis.call('HSET', KEYS[1], 'active_at', ARGV[1])
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0
+      and redis.call('HINCRBY', KEYS[3], ARGV[i], -1) <= 0 then
+    redis.call('HDEL', KEYS[3], ARGV[i])
+  end
+end
 """
 
 
@@ -237,6 +249,7 @@ class Ledger:
         self._register = client.register_script(_REGISTER)
         self._finish = client.register_script(_FINISH)
         self._begin = client.register_script(_BEGIN)
+        self._end_attempt = client.register_script(_END_ATTEMPT)
 
     # -- jobs ---------------------------------------------------------------
     def create_job(self, job_id: str, chain: dict[str, Any], params: dict[str, Any],
@@ -338,12 +351,12 @@ class Ledger:
         return starts, first
 
     def end_attempt(self, job_id: str, unit_ids: list[str]) -> None:
-        """The units' attempt ended cleanly with a retry scheduled."""
-        pipe = self.redis.pipeline()
-        pipe.hset(keys.job(job_id, "meta"), "active_at", time.time())
-        for unit_id in unit_ids:
-            pipe.hincrby(keys.job(job_id, "deliveries"), unit_id, -1)
-        pipe.execute()
+        """The units' attempt ended cleanly with a retry scheduled. A unit another
+        delivery finished meanwhile (a redelivered message's twin) has no start left to
+        take back: its count stays gone, never ``-1``."""
+        self._end_attempt(keys=[keys.job(job_id, p) for p in ("meta", "finished",
+                                                              "deliveries")],
+                          args=[time.time(), *unit_ids])
 
     def record_raise(self, job_id: str, unit_ids: list[str], reason: str) -> None:
         """The units' message raised ``reason`` (``"ValueError: boom"``) and its worker
