@@ -22,6 +22,9 @@
 #                      (python -m bench.X --help)
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #                       [--only SCENARIO --replay SEED] [--keep] (report under run/faults/)
+#   ./control.sh chaos --minutes M --seed S [--json] [--units N] [--workers N] [--keep]
+#                      a large crawl under a seeded nemesis (root: a network namespace
+#                      and a tmpfs of its own, removed on exit; report under run/chaos/)
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #   ./control.sh docs [--check]             regenerate docs/configuration.md from config.py
 #                                           (--check: exit 1, naming what is stale)
@@ -431,7 +434,7 @@ main() {
     esac
   done
   set -- "${args[@]+"${args[@]}"}"
-  case "$verb" in setup|lock|test|bench|faults|docs|queues|"") ;; *) load_env ;; esac
+  case "$verb" in setup|lock|test|bench|faults|chaos|docs|queues|"") ;; *) load_env ;; esac
   log_settings
   export DEMO_BASE_URL="${DEMO_BASE_URL:-http://127.0.0.1:${DEMO_PORT:-8765}}"
   case "$verb" in
@@ -449,6 +452,7 @@ main() {
       cmd_setup; "$PY" -m cli "$verb" "$@" ;;
     bench) cmd_setup; cmd_bench "$@" ;;
     faults) cmd_setup; "$PY" -m bench.faults "$@" ;;
+    chaos) cmd_setup; "$PY" -m bench.chaos "$@" ;;
     docs) cmd_setup; "$PY" -m ops.config_reference "$@" ;;
     *) usage; [[ -z "$verb" ]] || exit 2 ;;
   esac
