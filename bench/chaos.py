@@ -113,9 +113,11 @@ class Crawls:
 def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     world, forum_world = worlds(args.units, args.seed)
     schedule = plan(args.seed, args.minutes, args.workers)
+    lab = ChaosLab(workdir, world, ForumSite(forum_world), args.workers)
     say(f"chaos: seed {args.seed}, {args.minutes} min, {len(schedule)} faults planned, "
-        f"demo world of {world.shape.articles} articles, {workdir}")
-    with ChaosLab(workdir, world, ForumSite(forum_world), args.workers) as lab:
+        f"demo world of {world.shape.articles} articles, namespaces {lab.net.tag}*, "
+        f"{workdir}")
+    with lab:
         lab.wait_ready()
         crawls = Crawls(lab)
         crawls.launch(demo, first=True)
@@ -238,7 +240,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     signal.signal(signal.SIGTERM, _interrupted)
     workdir = Path(tempfile.mkdtemp(prefix="chaos-", dir="/tmp"))  # short: unix sockets
-    summary = run(args, workdir)  # on an error the directory stays, with the logs
+    try:
+        summary = run(args, workdir)  # on an error the directory stays, with the logs
+    except KeyboardInterrupt:
+        say(f"chaos: interrupted; its processes, namespace and mount are gone, its logs "
+            f"are in {workdir}")
+        return 130
     if ok(summary) and not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)
     else:

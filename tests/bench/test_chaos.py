@@ -38,14 +38,14 @@ def test_half_an_hour_plans_sixty_faults_or_more_of_every_kind_10_to_30_s_apart(
     assert all(f.victim == 3 for f in faults if f.kind == "partition")  # the namespaced one
 
 
-def leftovers(workdir: str) -> list[str]:
-    """Mounts, namespaces and processes a run in ``workdir`` made and left."""
+def leftovers(tag: str, workdir: str) -> list[str]:
+    """Mounts, namespaces, links and processes a run (its namespace tag, its directory)
+    made and left."""
     found = [line for line in Path("/proc/mounts").read_text().splitlines()
              if workdir in line]
-    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                                check=False).stdout
-    found += [n for n in namespaces.splitlines() if n.startswith("cc")
-              and n.split()[0] not in BEFORE_NAMESPACES]
+    found += [line for cmd in (["ip", "netns", "list"], ["ip", "-o", "link"])
+              for line in subprocess.run(cmd, capture_output=True, text=True,
+                                         check=False).stdout.splitlines() if tag in line]
     for pid in os.listdir("/proc"):
         try:
             if pid.isdigit() and any(workdir.encode() in Path(f"/proc/{pid}/{part}").read_bytes()
@@ -56,23 +56,15 @@ def leftovers(workdir: str) -> list[str]:
     return found
 
 
-BEFORE_NAMESPACES: set[str] = set()
-
-
-def chaos(*args: str) -> subprocess.Popen[str]:
-    BEFORE_NAMESPACES.update(line.split()[0] for line in subprocess.run(
-        ["ip", "netns", "list"], capture_output=True, text=True, check=False
-    ).stdout.splitlines() if line.strip())
-    return subprocess.Popen([sys.executable, "-m", "bench.chaos", *args], cwd=ROOT,
+def chaos(*args: str) -> tuple[subprocess.Popen[str], str, str]:
+    """The run, its namespaces' tag and its directory (from its first line)."""
+    proc = subprocess.Popen([sys.executable, "-m", "bench.chaos", *args], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def workdir_of(proc: subprocess.Popen[str]) -> str:
     assert proc.stderr is not None
     first = proc.stderr.readline()
-    found = re.search(r"(/tmp/chaos-\S+)$", first.strip())
+    found = re.search(r"namespaces (cc\w+)\*, (/tmp/chaos-\S+)$", first.strip())
     assert found, first
-    return found.group(1)
+    return proc, found.group(1), found.group(2)
 
 
 @pytest.fixture
@@ -87,8 +79,7 @@ def lab_allowed() -> None:
 @pytest.mark.timeout(300)
 @pytest.mark.usefixtures("lab_allowed")
 def test_an_interrupted_run_leaves_no_namespace_mount_or_process() -> None:
-    proc = chaos("--minutes", "5", "--seed", "3", "--units", "2000")
-    workdir = workdir_of(proc)
+    proc, tag, workdir = chaos("--minutes", "5", "--seed", "3", "--units", "2000")
     assert proc.stderr is not None
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:  # interrupted while it crawls, faults under way
@@ -98,7 +89,7 @@ def test_an_interrupted_run_leaves_no_namespace_mount_or_process() -> None:
     proc.send_signal(signal.SIGTERM)
     proc.communicate(timeout=120)
     assert proc.returncode != 0
-    assert leftovers(workdir) == []
+    assert leftovers(tag, workdir) == []
 
 
 @pytest.mark.slow
@@ -106,12 +97,11 @@ def test_an_interrupted_run_leaves_no_namespace_mount_or_process() -> None:
 @pytest.mark.timeout(2400)
 @pytest.mark.usefixtures("lab_allowed")
 def test_ten_minutes_of_chaos_lose_double_and_leak_nothing() -> None:
-    proc = chaos("--minutes", "10", "--seed", "11", "--json")
-    workdir = workdir_of(proc)
+    proc, tag, workdir = chaos("--minutes", "10", "--seed", "11", "--json")
     out, err = proc.communicate(timeout=2300)
     summary = json.loads(out.splitlines()[-1])
     assert (summary["lost"], summary["duplicate_items"], summary["unaccounted"],
             summary["leaks"]) == (0, 0, 0, 0), out[-3000:]
     assert summary["units"] >= 50_000 and summary["faults"] >= 20 and summary["kinds"] >= 8
     assert proc.returncode == 0, out[-3000:] + err[-3000:]
-    assert leftovers(workdir) == []
+    assert leftovers(tag, workdir) == []
