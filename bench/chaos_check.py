@@ -4,10 +4,11 @@
   ``expected``) that the store does not hold;
 * duplicate items: records stored more than once, plus items the first crawls counted
   beyond those the demo world holds;
-* unaccounted: units of any job not done, skipped, gone or failed, plus failures whose
-  reason is not true: a listed forum thread that answers 404 or 410 is a true failure,
-  "its worker died N times" is true when the nemesis killed at least N workers or pool
-  children; anything else (a retry budget spent in an outage, a raise) is not;
+* unaccounted: units of any job not done, skipped, gone or failed, plus failures the
+  run does not explain: a listed forum thread that answers 404 or 410 is explained,
+  "its worker died N times" is when the nemesis killed at least N workers or pool
+  children; anything else (a retry budget spent in an outage, a raise) is not: the
+  faults are all transient, so no unit should fail for them;
 * leaks, once every job finished and the cluster settled: a unit's start, payload,
   carrier or raise record left in a finished job's ledger, a politeness lease still
   held, a lock or claim with no expiry, a message left unacked or queued on the broker;
