@@ -91,11 +91,13 @@ class Crawls:
         self.last_recrawl = time.monotonic()
         if not finished(self.lab.cluster.runtime, self.jobs):
             return
-        try:
-            self.launch(demo, first=False)
-            self.launch(forum_recrawl, first=False)
-        except redis.RedisError as exc:
-            say(f"chaos: a recrawl's launch failed ({exc}); trying again later")
+        for chain in (demo, forum_recrawl):
+            try:
+                self.launch(chain, first=False)
+            except Exception as exc:  # the broker or the state plane is hurt right now:
+                # a job whose first message was not sent is revived from its open unit
+                say(f"chaos: launching {chain.name} failed ({type(exc).__name__}: {exc}); "
+                    f"trying again later")
 
     def progress(self) -> str:
         try:
