@@ -15,6 +15,7 @@ instance serves a whole process.
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from typing import Any
 
 import redis
@@ -24,7 +25,7 @@ from celery.utils.log import get_task_logger
 from kombu.exceptions import OperationalError
 
 from chains.broker.session import current
-from chains.runtime.message import requeue_unfinished, run_message
+from chains.runtime.message import record_raise, requeue_unfinished, run_message
 from chains.runtime.units import Envelope, Unit
 
 log = get_task_logger(__name__)
@@ -48,6 +49,8 @@ class CrawlTask(Task):  # type: ignore[misc]  # Celery ships no type hints
         except INFRASTRUCTURE_ERRORS as exc:
             log.warning("state plane or broker unavailable (%s); requeueing the message", exc)
             time.sleep(2.0)
+            with suppress(*INFRASTRUCTURE_ERRORS):  # the state plane may be back by now
+                record_raise(current(), envelope, units, exc)
             raise Reject(str(exc), requeue=True) from exc
         if outcome.retry is not None:
             raise self.retry(args=[envelope, outcome.retry.units],
@@ -61,7 +64,7 @@ class CrawlTask(Task):  # type: ignore[misc]  # Celery ships no type hints
         if len(args) != 2 or isinstance(exc, Reject):
             return
         envelope, units = args
-        sent = requeue_unfinished(current(), envelope, units)
+        sent = requeue_unfinished(current(), envelope, units, exc)
         log.error("message %s of %s died (%r); requeued %d units", task_id, self.name, exc,
                   sent)
 

@@ -23,6 +23,9 @@
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #                       [--only SCENARIO --replay SEED] [--keep] (report under run/faults/)
 #   ./control.sh faults --browser [--json] [--runs N] [--only SCENARIO ...]  (bench.fault_browser)
+#   ./control.sh chaos --minutes M --seed S [--json] [--units N] [--workers N] [--keep]
+#                      a large crawl under a seeded nemesis (root: a network namespace
+#                      and a tmpfs of its own, removed on exit; report under run/chaos/)
 #   ./control.sh --hosts HOSTS_FILE start|stop|restart|status [worker|beat|flower|exporter]
 #   ./control.sh docs [--check]             regenerate docs/configuration.md from config.py
 #                                           (--check: exit 1, naming what is stale)
@@ -432,7 +435,7 @@ main() {
     esac
   done
   set -- "${args[@]+"${args[@]}"}"
-  case "$verb" in setup|lock|test|bench|faults|docs|queues|"") ;; *) load_env ;; esac
+  case "$verb" in setup|lock|test|bench|faults|chaos|docs|queues|"") ;; *) load_env ;; esac
   log_settings
   export DEMO_BASE_URL="${DEMO_BASE_URL:-http://127.0.0.1:${DEMO_PORT:-8765}}"
   case "$verb" in
@@ -452,6 +455,7 @@ main() {
     faults) cmd_setup
       if [[ "${1:-}" == "--browser" ]]; then "$PY" -m bench.fault_browser "${@:2}"
       else "$PY" -m bench.faults "$@"; fi ;;
+    chaos) cmd_setup; "$PY" -m bench.chaos "$@" ;;
     docs) cmd_setup; "$PY" -m ops.config_reference "$@" ;;
     *) usage; [[ -z "$verb" ]] || exit 2 ;;
   esac

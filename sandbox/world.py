@@ -99,9 +99,13 @@ class World:
     def feed_pages(self) -> int:
         return ceil(len(self.articles) / self.shape.feed_page_size)
 
+    @cached_property
+    def _in_feed_order(self) -> list[Article]:
+        return list(self.articles.values())
+
     def feed_page(self, page: int) -> list[Article]:
         size = self.shape.feed_page_size
-        return list(self.articles.values())[(page - 1) * size : page * size]
+        return self._in_feed_order[(page - 1) * size : page * size]
 
     def comments(self, article_id: str) -> list[dict[str, str]]:
         article = self.articles[article_id]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import re
 import signal
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +46,65 @@ def test_a_unit_whose_child_dies_every_time_ends_as_poison_and_the_job_finishes(
         status = job.wait(timeout=10)
     [failure] = status["failures"]
     assert failure["params"] == {"user_id": victim}
-    assert failure["reason"].startswith("PermanentError: poison unit")
+    assert failure["reason"].startswith("PermanentError: poison unit: its worker died")
+    assert "raised" not in failure["reason"]
     expected = world.expected()
     for step, want in expected.items():
         failed = 1 if step == "user_info" else 0
         assert status["steps"][step]["done"] == want["units"] - failed, step
+
+
+class LoopingSink(BaseHTTPRequestHandler):
+    """An HTTP item sink that stores every batch but those holding one user: those it
+    redirects to itself, so requests raises ``TooManyRedirects`` (no crawl error) in the
+    worker, whose process lives on."""
+
+    victim = ""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.answer(any(i["collection"] == "users" and i["key"] == self.victim
+                        for i in body["items"]))
+
+    def do_GET(self) -> None:  # a 302 turns the POST into a GET: still looping
+        self.answer(True)
+
+    def answer(self, looping: bool) -> None:
+        self.send_response(302 if looping else 200)
+        self.send_header("Location" if looping else "Content-Type",
+                         self.path if looping else "application/json")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet."""
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_a_unit_whose_message_raises_every_time_ends_as_poison_naming_what_it_raised(
+        tmp_path: Path) -> None:
+    """Its worker never died: the reason is what the message raised, and how often."""
+    world = World(seed=3)
+    victim = sorted({a.author_id for a in world.articles.values()})[0]
+    LoopingSink.victim = str(victim)
+    sink = ThreadingHTTPServer(("127.0.0.1", 0), LoopingSink)
+    threading.Thread(target=sink.serve_forever, daemon=True).start()
+    env = {"STORAGE_URL": f"http://127.0.0.1:{sink.server_address[1]}/items"}
+    try:
+        with running_cluster(tmp_path, world, concurrency=1, extra_env=env) as cluster:
+            cluster.wait_for_workers()
+            pids = {cluster.workers[0].pid, *cluster.pool_children(cluster.workers[0])}
+            status = cluster.launch(demo, page=1).wait(timeout=180)
+            alive = {cluster.workers[0].pid, *cluster.pool_children(cluster.workers[0])}
+    finally:
+        sink.shutdown()
+    [failure] = status["failures"]
+    assert failure["params"] == {"user_id": victim}
+    assert re.fullmatch(r"PermanentError: poison unit: raised TooManyRedirects: "
+                        r"Exceeded \d+ redirects\. [5-9] times", failure["reason"])
+    assert alive == pids  # no process of the worker died
+    assert status["steps"]["user_info"]["done"] == world.expected()["user_info"]["units"] - 1
 
 
 def most_in_flight(hits: list[Any]) -> int:

@@ -23,10 +23,10 @@ from chains.runtime.job import Job
 from chains.runtime.launch import launch
 from ops import embedded_redis
 from sandbox.cluster import FAST_FAILURE_ENV, runtime_for
+from sandbox.netns import Lab, leftovers, unavailable
 from sandbox.server import Faults, SandboxServer, Site
 from sandbox.world import Shape, World, expected_keys
 from tests.chains.recrawl_support import without_recrawl
-from tests.netns_support import Lab, leftovers, unavailable
 
 pytestmark = pytest.mark.integration
 

@@ -123,12 +123,14 @@ end
 if finished > 0 then
   redis.call('HDEL', KEYS[6], unpack(done))
   redis.call('HDEL', KEYS[7], unpack(done))
+  redis.call('HDEL', KEYS[11], unpack(done))
   if pending == 0 then
     local state = redis.call('HGET', KEYS[5], 'state')
     if state == 'running' or state == 'paused' then
       local failed = tonumber(redis.call('HGET', KEYS[3], 'failed') or '0')
       ended = failed > 0 and 'finished_with_failures' or 'finished'
       redis.call('HSET', KEYS[5], 'state', ended, 'finished_at', now)
+      redis.call('DEL', KEYS[8])  -- nothing runs on: no carrier's record outlives the job
     end
   end
 end
@@ -155,6 +157,17 @@ for i = 2, #ARGV do
   end
 end
 return out
+"""
+
+
+_END_ATTEMPT = """
+redis.call('HSET', KEYS[1], 'active_at', ARGV[1])
+for i = 2, #ARGV do
+  if redis.call('HEXISTS', KEYS[2], ARGV[i]) == 0
+      and redis.call('HINCRBY', KEYS[3], ARGV[i], -1) <= 0 then
+    redis.call('HDEL', KEYS[3], ARGV[i])
+  end
+end
 """
 
 
@@ -237,6 +250,7 @@ class Ledger:
         self._register = client.register_script(_REGISTER)
         self._finish = client.register_script(_FINISH)
         self._begin = client.register_script(_BEGIN)
+        self._end_attempt = client.register_script(_END_ATTEMPT)
 
     # -- jobs ---------------------------------------------------------------
     def create_job(self, job_id: str, chain: dict[str, Any], params: dict[str, Any],
@@ -338,12 +352,33 @@ class Ledger:
         return starts, first
 
     def end_attempt(self, job_id: str, unit_ids: list[str]) -> None:
-        """The units' attempt ended cleanly with a retry scheduled."""
+        """The units' attempt ended cleanly with a retry scheduled. A unit another
+        delivery finished meanwhile (a redelivered message's twin) has no start left to
+        take back: its count stays gone, never ``-1``."""
+        self._end_attempt(keys=[keys.job(job_id, p) for p in ("meta", "finished",
+                                                              "deliveries")],
+                          args=[time.time(), *unit_ids])
+
+    def record_raise(self, job_id: str, unit_ids: list[str], reason: str) -> None:
+        """The units' message raised ``reason`` (``"ValueError: boom"``) and its worker
+        lived: their start stays open (it counts towards the poison limit), and the
+        ledger keeps why until they finish, so of a poison unit's starts left open, those
+        recorded here were raises and only the rest a worker's death. One message holds a
+        unit at a time, so the read and the write need no lock."""
+        key = keys.job(job_id, "raised")
+        found = self.redis.hmget(key, unit_ids) if unit_ids else []
         pipe = self.redis.pipeline()
-        pipe.hset(keys.job(job_id, "meta"), "active_at", time.time())
-        for unit_id in unit_ids:
-            pipe.hincrby(keys.job(job_id, "deliveries"), unit_id, -1)
+        for unit_id, raw in zip(unit_ids, found, strict=True):
+            tally: dict[str, int] = json.loads(raw) if raw else {}
+            tally[reason] = tally.get(reason, 0) + 1
+            pipe.hset(key, unit_id, json.dumps(tally))
         pipe.execute()
+
+    def raises(self, job_id: str, unit_id: str) -> dict[str, int]:
+        """What the unit's messages raised since it was registered (or retried): reason
+        -> times."""
+        raw = self.redis.hget(keys.job(job_id, "raised"), unit_id)
+        return dict(json.loads(raw)) if raw else {}
 
     def finish(self, job_id: str, unit_id: str, step: str, outcome: Outcome, items: int = 0,
                failure: Failure | None = None) -> bool:
@@ -375,7 +410,7 @@ class Ledger:
         result, ended = self._finish(
             keys=[keys.job(job_id, p) for p in
                   ("units", "finished", "counts", "failed", "meta", "deliveries", "open",
-                   "carry", "retryable", "gone")],
+                   "carry", "retryable", "gone", "raised")],
             args=argv,
         )
         if int(result) < 0:

@@ -119,8 +119,8 @@ def run_message(rt: Runtime, task: str, envelope: Envelope, units: list[Unit],
         try:
             runs = run_phases(batch, runs, outbox, page_budget.allows())
             closed = close(batch, runs, Carried(carrier, outbox.ids()) if carrying else None)
-        except BaseException:  # what this message holds goes on in the queue
-            hand_back(rt, chain, envelope, outbox, [] if units is own else units)
+        except BaseException as exc:  # what this message holds goes on in the queue
+            hand_back(rt, chain, envelope, outbox, [] if units is own else units, exc)
             raise
         outcome.counts.update(closed.counts)
         if closed.retry is not None:
@@ -187,7 +187,7 @@ def isolate(rt: Runtime, chain: Chain, envelope: Envelope,
 
 
 def hand_back(rt: Runtime, chain: Chain, envelope: Envelope, outbox: Outbox,
-              running: list[Unit]) -> None:
+              running: list[Unit], raised: BaseException) -> None:
     """The message is ending in an error: publish what it held back, and the units of a
     page it was running on its own (``running``; the message's own units are the task
     adapter's to requeue). When that fails too (the state plane is away), the error
@@ -196,23 +196,43 @@ def hand_back(rt: Runtime, chain: Chain, envelope: Envelope, outbox: Outbox,
     try:
         flush_outbox(rt, chain, envelope, outbox)
         if running:
-            requeue_unfinished(rt, envelope, running)
+            requeue_unfinished(rt, envelope, running, raised)
     except Exception as exc:
         log.warning("could not hand back what a failing message of %s held (%s)",
                     envelope["step"], exc)
 
 
-def requeue_unfinished(rt: Runtime, envelope: Envelope, units: list[Unit]) -> int:
+def requeue_unfinished(rt: Runtime, envelope: Envelope, units: list[Unit],
+                       raised: BaseException | None = None) -> int:
     """The message died (hard time limit, a bug in the loop): send back its unfinished
     units. Their start counts are not taken back, so a unit that keeps killing its
-    message ends as a poison unit after ``max_deliveries`` starts."""
+    message ends as a poison unit after ``max_deliveries`` starts; what the message
+    raised is recorded with them, so the poison unit's reason is that, not a death."""
     job_id = envelope["job"]
-    left = [u for u in units if not rt.ledger.is_finished(job_id, u["id"])]
+    left = record_raise(rt, envelope, units, raised) if raised is not None else [
+        u for u in units if not rt.ledger.is_finished(job_id, u["id"])]
     if left:
         chain = launched(rt, job_id).chain
         Publisher(rt.dispatch, rt.ledger).publish(chain, job_id, envelope["step"], left,
                                                   envelope["depth"])
     return len(left)
+
+
+def record_raise(rt: Runtime, envelope: Envelope, units: list[Unit],
+                 raised: BaseException) -> list[Unit]:
+    """Record with the message's unfinished units what it raised (their starts stay
+    open); returns those units."""
+    job_id = envelope["job"]
+    left = [u for u in units if not rt.ledger.is_finished(job_id, u["id"])]
+    if left:
+        rt.ledger.record_raise(job_id, [u["id"] for u in left], raised_reason(raised))
+    return left
+
+
+def raised_reason(exc: BaseException) -> str:
+    """``"ValueError: boom"``: what a poison unit's reason quotes, one line, bounded."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}" if text else type(exc).__name__
 
 
 # -- a list run on in one message ---------------------------------------------------

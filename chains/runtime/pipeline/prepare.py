@@ -1,14 +1,15 @@
 """The prepare phase: what every unit of a batch will be fetched as, or why it will not.
 
-The poison check (a unit whose worker died too often), params validated (invalid ones
-fail for good), the request built under the site's default browser headers, the job's
-allowed domains, the recrawl decision for the whole batch in one dedup round trip and
-one tree round trip (``chains.runtime.tree``: a fresh unit is skipped only when its
-children are known, and never when it was the last page of its list and the policy
-says ``last_page_volatile``), robots.txt (``pipeline.robots``) and the politeness each
-fetch will be under (``pipeline.polite``: its bucket and ceiling), both looked up once
-per origin of the batch, and the job's cap on the step's units (``Step.max_units``,
-one round trip: ``chains.runtime.quota``). The values it fills are ``pipeline.batch``'s.
+The poison check (a unit whose worker died, or whose message raised, too often),
+params validated (invalid ones fail for good), the request built under the site's
+default browser headers, the job's allowed domains, the recrawl decision for the whole
+batch in one dedup round trip and one tree round trip (``chains.runtime.tree``: a fresh
+unit is skipped only when its children are known, and never when it was the last page
+of its list and the policy says ``last_page_volatile``), robots.txt
+(``pipeline.robots``) and the politeness each fetch will be under (``pipeline.polite``:
+its bucket and ceiling), both looked up once per origin of the batch, and the job's cap
+on the step's units (``Step.max_units``, one round trip: ``chains.runtime.quota``). The
+values it fills are ``pipeline.batch``'s.
 """
 
 from __future__ import annotations
@@ -85,11 +86,23 @@ def _within_cap(batch: Batch, runs: list[UnitRun]) -> list[UnitRun]:
     return [r.ended(Skipped("max-units")) if id(r) in refused else r for r in runs]
 
 
+def poison_reason(ends: int, raised: dict[str, int]) -> str:
+    """Why a unit is poison, as it happened: of its ``ends`` starts that did not end
+    cleanly, those its message raised (``raised``: reason -> times, recorded by the
+    worker that lived through it) and the rest, when its worker died holding it."""
+    parts = [f"raised {reason} {times} times" for reason, times in
+             sorted(raised.items(), key=lambda kv: -kv[1])]
+    died = ends - sum(raised.values())
+    if died > 0 or not parts:
+        parts.append(f"its worker died {max(died, 0)} times while running it")
+    return "poison unit: " + "; ".join(parts)
+
+
 def _prepare_one(batch: Batch, r: UnitRun) -> UnitRun:
     limit = batch.rt.settings.task.max_deliveries
     if r.starts > limit:
-        return r.failed(PermanentError(
-            f"poison unit: its worker died {r.starts - 1} times while running it"))
+        return r.failed(PermanentError(poison_reason(
+            r.starts - 1, batch.rt.ledger.raises(batch.job_id, r.unit["id"]))))
     envelope = batch.envelope
     try:
         params = batch.step.params(r.unit["params"])

@@ -12,6 +12,7 @@ import redis
 from chains.runtime.dispatch import Recorder
 from chains.runtime.job_control import JobControl, JobStateError
 from chains.runtime.ledger import Carried, Failure, Finish, Ledger
+from external_interface import keys
 
 
 def new_job(r: redis.Redis, job_id: str = "j1") -> Ledger:
@@ -77,6 +78,41 @@ def test_starts_that_ended_cleanly_do_not_count_towards_poison(
     ledger.end_attempt("j1", ["u"])  # a retry the task scheduled itself
     assert ledger.start("j1", "u") == (1, False)
     assert ledger.start("j1", "u") == (2, False)  # the previous start never ended: a worker died
+
+
+def test_what_a_units_messages_raised_is_kept_until_it_finishes(
+        redis_client: redis.Redis) -> None:
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("u", "feed"), ("v", "feed")])
+    ledger.record_raise("j1", ["u", "v"], "ValueError: boom")
+    ledger.record_raise("j1", ["u"], "ValueError: boom")
+    ledger.record_raise("j1", ["u"], "KeyError: 'x'")
+    ledger.end_attempt("j1", ["u"])  # a clean end takes back a start, not what was raised
+    assert ledger.raises("j1", "u") == {"ValueError: boom": 2, "KeyError: 'x'": 1}
+    ledger.finish("j1", "u", "feed", "done")
+    assert ledger.raises("j1", "u") == {} and ledger.raises("j1", "v") == {"ValueError: boom": 1}
+
+
+def test_an_attempt_ended_after_its_twin_finished_the_unit_leaves_no_count(
+        redis_client: redis.Redis) -> None:
+    """A redelivered message's twin finished the unit; the first one's retry then ends its
+    attempt: nothing is left in the finished job (no start count of -1)."""
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("u", "feed"), ("v", "feed")])
+    ledger.begin("j1", ["u", "v"])
+    ledger.finish("j1", "u", "feed", "done")
+    ledger.end_attempt("j1", ["u", "v"])
+    assert redis_client.hgetall(keys.job("j1", "deliveries")) == {}
+    assert ledger.start("j1", "v") == (1, False)
+
+
+def test_a_carriers_record_does_not_outlive_its_job(redis_client: redis.Redis) -> None:
+    ledger = new_job(redis_client)
+    ledger.register("j1", [("u", "feed")])
+    ledger.finish_many("j1", [], carry=Carried("m", ["u"]))
+    ledger.finish("j1", "u", "feed", "done")
+    assert ledger.state("j1") == "finished"
+    assert ledger.carried("j1") == {}
 
 
 def test_cancelled_job_is_not_marked_finished_later(redis_client: redis.Redis) -> None:

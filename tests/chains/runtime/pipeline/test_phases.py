@@ -196,3 +196,24 @@ def test_a_pipeline_bug_fails_the_unit_naming_the_pipeline(runtime: Runtime,
     [run] = ran.runs
     assert isinstance(run.fate, Failed) and run.fate.error == "ParseError"
     assert "Broken.process_item raised ValueError" in run.fate.message and ran.stored == 0
+
+
+@pytest.mark.parametrize(("raised", "reason"), [
+    ([], "poison unit: its worker died 5 times while running it"),
+    (["ValueError: boom"] * 5, "poison unit: raised ValueError: boom 5 times"),
+    (["ValueError: boom"] * 3, "poison unit: raised ValueError: boom 3 times; "
+                               "its worker died 2 times while running it"),
+])
+def test_a_poison_unit_is_failed_with_what_happened_to_it(
+        runtime: Runtime, server: SandboxServer, raised: list[str], reason: str) -> None:
+    """Its worker died only for the starts whose message recorded no raise."""
+    runtime.ledger.create_job("j", demo.model_dump(mode="json"), {"page": 1})
+    unit = make_unit("feed", {"page": 1})
+    runtime.ledger.register("j", [(unit["id"], "feed")])
+    for text in raised:
+        runtime.ledger.record_raise("j", [unit["id"]], text)
+    batch = Batch(runtime, {"job": "j", "step": "feed", "depth": 0}, demo, step("demo.h5.feed"),
+                  Site("demo", settings=DemoSettings), DemoSettings(base_url=server.base_url),
+                  None, retries=0)
+    [run] = prepare(batch, [UnitRun(unit, 6, False)])  # the limit is 5
+    assert run.fate == Failed("PermanentError", reason)

@@ -1,4 +1,5 @@
-"""Hosts with their own addresses on one machine: network namespaces on a bridge.
+"""Hosts with their own addresses on one machine: network namespaces on a bridge (the
+namespace tests of `control.sh --hosts` and the chaos run's partitioned worker).
 
 Each host is a network namespace joined by a veth pair to a bridge in the root
 namespace; the bridge's address is where the test serves Redis and the sandbox. Names
@@ -95,6 +96,10 @@ class Lab:
     def cut(self, host: str) -> None:
         """Take the host's link down: its processes live on, unreachable."""
         ip("link", "set", self.veth(host), "down")
+
+    def heal(self, host: str) -> None:
+        """Bring the host's link up again."""
+        ip("link", "set", self.veth(host), "up")
 
     def pids(self, host: str) -> list[int]:
         out = ip("netns", "pids", host, check=False).stdout
