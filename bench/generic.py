@@ -21,6 +21,8 @@ window (the project: redis-server, the worker and its pool children, the launche
 own thread; a peer: its process). The site's server is a process of its own, in no
 figure. ``ratios``: the project's wall and CPU over the better peer's; the goal is
 at most 0.5 for each. The last line is JSON.
+
+``--hostile``: the stall index instead, against Scrapy (``bench/hostile.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from bench import report
+from bench import hostile, report
 from bench.crawl_project import Cluster, Layout, wait_finished
 from bench.generic_peers import PEERS, compare, figures, page_set, run_peer, serve_site
 from bench.proctree import Watch, cpu_between, machine_busy_s, wait_quiet
@@ -95,6 +97,10 @@ def same(result: dict[str, Any]) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if "--hostile" in given:  # the stall index against Scrapy: bench/hostile.py
+        given.remove("--hostile")
+        return hostile.main(given)
     p = argparse.ArgumentParser(prog="python -m bench.generic", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--size", choices=("small", "bench"), default="bench")
@@ -103,7 +109,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--quiet-wait", type=float, default=60.0,
                    help="wait up to this long for a quiet machine before each crawler")
     p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
+    args = p.parse_args(given)
     workdir = bench_dir() / "generic" / time.strftime("%Y%m%d-%H%M%S")
     result: dict[str, Any] = {"size": args.size, "depth": args.depth}
     for name in ("project", *PEERS):
