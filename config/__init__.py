@@ -135,6 +135,11 @@ class LaunchSettings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="LAUNCH_", extra="ignore")
 
+    frontier_batch_size: int = Field(
+        64, ge=1, description="A launch with 1,000 or more root units of one step (a big "
+        "list of start URLs) sends them in messages of at least this many units (the step's "
+        "batch size if larger): each message's envelope costs the broker about 1.7 KB.")
+
     workers: Literal["require", "warn", "off"] = Field(
         "require", description="When no live worker consumes a queue the chain uses: refuse "
         "the launch (require), launch and warn (warn; crawlchain launch --detach does), or "
