@@ -18,7 +18,8 @@
 #   ./control.sh logs [component]
 #   ./control.sh export COLLECTION|JOB_ID [--format jsonl|csv|json|parquet] [--out FILE]
 #                      [--job JOB_ID] [--since WHEN] [--fields A,B]
-#   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export|browser
+#   ./control.sh bench dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export|
+#                      browser|frontier [args]
 #                      (python -m bench.X --help)
 #   ./control.sh faults [--json] [--runs N] [--only SCENARIO ...] [--quick] [--seed N]
 #                       [--only SCENARIO --replay SEED] [--keep] (report under run/faults/)
@@ -401,10 +402,10 @@ cmd_test() {
 cmd_bench() {
   local what="${1:-}"; [[ $# -gt 0 ]] && shift
   case "$what" in
-    dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export|browser)
+    dedup|storage|crawl|chain|rate_limit|export|polite|generic|api_export|browser|frontier)
       "$PY" -m "bench.$what" "$@" ;;
     *) die "bench: expected one of: dedup, storage, crawl, chain, rate_limit, export, polite," \
-         "generic, api_export, browser" ;;
+         "generic, api_export, browser, frontier" ;;
   esac
 }
 

@@ -165,11 +165,22 @@ def _serving(**_: Any) -> None:
 
 @worker_process_init.connect
 def _fresh_clients_in_child(**_: Any) -> None:
-    """A forked pool child builds its own clients; it never reuses its parent's sockets.
-    What it inherited is frozen out of the garbage collector's scans (``gc.freeze``):
-    every full collection would walk the app, its tasks and imports again."""
+    """A forked pool child builds its own clients, at once (``session.warm``: not on its
+    first message); it never reuses its parent's sockets. What it holds then is frozen
+    out of the garbage collector's scans (``gc.freeze``): every full collection would
+    walk the app, its tasks, its clients and imports again."""
     session.reset()
+    session.warm()
     gc.freeze()
+
+
+@worker_ready.connect
+def _warm_unforked_pool(sender: Any, **_: Any) -> None:
+    """A threads or solo pool runs its tasks in this process: its runtime is built now,
+    before the first message (a prefork pool's children build their own)."""
+    pool = getattr(getattr(sender, "controller", None), "pool_cls", None)
+    if pool is not None and "prefork" not in getattr(pool, "__module__", "prefork"):
+        session.warm()
 
 
 @worker_ready.connect

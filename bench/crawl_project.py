@@ -126,11 +126,16 @@ class Cluster:
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._runtime: Runtime | None = None
 
-    def start(self) -> Cluster:
+    def start(self, workers: bool = True) -> Cluster:
+        """redis-server, then (``workers``) the workers, once they answer a ping."""
         (self.workdir / "redis").mkdir(parents=True, exist_ok=True)
         self.procs["redis"] = self._spawn("redis", embedded_redis.command(
             self.workdir / "redis", self.socket))
         embedded_redis.wait_ready(self.socket, self.procs["redis"])
+        return self.start_workers() if workers else self
+
+    def start_workers(self) -> Cluster:
+        """The layout's workers, once they answer a ping."""
         entry = ["celery"] if self.profile_dir is None else [
             "bench.profiled_worker", str(self.profile_dir)]
         for i in range(self.layout.workers):

@@ -35,7 +35,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -74,13 +74,15 @@ def peer_binary(name: str) -> Path:
     return VENVS[name].ensure()
 
 
-def command(name: str, url: str, depth: int, out: Path, binary: Path) -> list[str]:
-    """The command that runs peer ``name`` from ``url`` to ``depth``, records to ``out``."""
+def command(name: str, url: str, depth: int, out: Path, binary: Path,
+            extra: Mapping[str, object] | None = None) -> list[str]:
+    """The command that runs peer ``name`` from ``url`` to ``depth``, records to ``out``;
+    ``extra``: more Scrapy settings (``DOWNLOAD_TIMEOUT``, say)."""
     if name == "scrapy":
         settings = {"DEPTH_LIMIT": depth, "ROBOTSTXT_OBEY": True,
                     "CONCURRENT_REQUESTS": CONCURRENCY,
                     "CONCURRENT_REQUESTS_PER_DOMAIN": CONCURRENCY, "AUTOTHROTTLE_ENABLED": False,
-                    "TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "INFO"}
+                    "TELNETCONSOLE_ENABLED": False, "LOG_LEVEL": "INFO", **(extra or {})}
         cmd = [str(binary), "runspider", str(SCRAPY_SPIDER),
                "-a", f"start={url}", "-O", f"{out}:jsonlines"]
         return cmd + [arg for k, v in settings.items() for arg in ("-s", f"{k}={v}")]
@@ -107,12 +109,13 @@ class PeerRun:
     log: Path = field(default_factory=Path)
 
 
-def run_peer(name: str, url: str, depth: int, workdir: Path, timeout: float = 900.0) -> PeerRun:
+def run_peer(name: str, url: str, depth: int, workdir: Path, timeout: float = 900.0,
+             extra: Mapping[str, object] | None = None) -> PeerRun:
     """Run peer ``name`` to its end (killed after ``timeout``) and read its records."""
     workdir.mkdir(parents=True, exist_ok=True)
     out, log = workdir / f"{name}.jsonl", workdir / f"{name}.log"
     out.unlink(missing_ok=True)
-    cmd = command(name, url.rstrip("/") + "/", depth, out, peer_binary(name))
+    cmd = command(name, url.rstrip("/") + "/", depth, out, peer_binary(name), extra)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     busy, started = machine_busy_s(), time.monotonic()
     with log.open("wb") as sink:

@@ -100,7 +100,10 @@ def plan_crawl(starts: Sequence[str], allow_domains: Sequence[str] = (),
     if max_pages is not None and max_pages < 1:
         raise LaunchRefused(f"--max-pages must be 1 or more, not {max_pages}",
                             "crawl.max_pages")
-    domains = list(dict.fromkeys(allow_domains or [_domain(u) for u in urls]))
+    firsts: dict[str, str] = {}  # each host's first URL: a million starts, a few hosts
+    for u in urls:
+        firsts.setdefault(urlsplit(u).netloc, u)
+    domains = list(dict.fromkeys(allow_domains or [_domain(u) for u in firsts.values()]))
     steps = dict(crawl.steps)
     steps["page"] = steps["page"].model_copy(update={"max_units": max_pages,
                                                      "rules": list(rules)})

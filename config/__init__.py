@@ -66,6 +66,10 @@ class Politeness(BaseModel):
     max_concurrency: int | None = Field(
         default=None, ge=1, description="Requests in flight at once, across the cluster."
     )
+    stale_after_s: float | None = Field(
+        default=None, gt=0, description="A request in flight longer than this stops counting "
+        "toward max_concurrency (one URL that hangs must not hold the host's window); None: "
+        "it counts until it ends. The adaptive throttle sets it, never a declared policy.")
 
     @property
     def interval_s(self) -> float:
@@ -130,6 +134,11 @@ class LaunchSettings(BaseSettings):
     """What a launch checks of the cluster before it queues anything."""
 
     model_config = SettingsConfigDict(env_prefix="LAUNCH_", extra="ignore")
+
+    frontier_batch_size: int = Field(
+        64, ge=1, description="A launch with 1,000 or more root units of one step (a big "
+        "list of start URLs) sends them in messages of at least this many units (the step's "
+        "batch size if larger): each message's envelope costs the broker about 1.7 KB.")
 
     workers: Literal["require", "warn", "off"] = Field(
         "require", description="When no live worker consumes a queue the chain uses: refuse "
@@ -342,6 +351,10 @@ class ThrottleSettings(BaseSettings):
         "slows the key down.")
     latency_slack_s: float = Field(
         0.05, ge=0, description="Latency rises smaller than this never count.")
+    forget_s: float = Field(
+        120.0, gt=0, description="A key nobody fetched from or asked about for this long "
+        "starts afresh (slow start, no learnt rate or ceiling): a past defence does not slow "
+        "the next job. Raise it for sites that punish a new burst after a pause.")
     refresh_s: float = Field(
         0.25, ge=0, description="How long a process uses its copy of a key's policy before "
         "asking Redis again (each batch of observations refreshes it too); 0: every time.")
@@ -353,6 +366,11 @@ class TaskSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TASK_", extra="ignore")
 
     max_retries: int = Field(5, description="Transient failures retried this often, then failed.")
+    max_timeout_retries: int = Field(
+        1, ge=0, description="A unit whose last try timed out (no answer within "
+        "FETCH_READ_TIMEOUT_S or FETCH_DEADLINE_S) is retried at most this often, then failed: "
+        "a URL that hung once mostly hangs again, and each try holds a fetch slot for the "
+        "whole timeout (Scrapy retries any failure twice).")
     backoff_base_s: float = Field(1.0, description="First retry delay; doubles each retry.")
     backoff_max_s: float = Field(60.0, description="Cap on one retry delay, Retry-After included.")
     soft_time_limit_s: int = Field(

@@ -3,7 +3,9 @@
     CrawlError
     ├── TransientError          retry with exponential backoff and jitter; carries
     │   │                       ``retry_after`` when the server advised a wait
-    │   ├── NetworkError        connect/read timeout, reset, deadline passed
+    │   ├── NetworkError        connect refused, reset, a broken body
+    │   │   └── TimedOut        no answer in time: connect/read timeout, deadline passed;
+    │   │                       retried at most ``TASK_MAX_TIMEOUT_RETRIES`` times
     │   ├── TryAgain            408, 425: the server asks for the request again later
     │   ├── ServerError         5xx but 501 and 505; a 503 carries ``retry_after``
     │   ├── RateLimited         429; carries ``retry_after``
@@ -78,6 +80,12 @@ class TransientError(CrawlError):
 
 class NetworkError(TransientError):
     """The connection failed, stalled, or the fetch passed its deadline."""
+
+
+class TimedOut(NetworkError):
+    """No answer in time: a connect or read timeout, or the fetch's deadline passed. Retried
+    fewer times than other transient errors: a URL that hung once mostly hangs again, and
+    each try holds a fetch slot for the whole timeout."""
 
 
 class TryAgain(TransientError):

@@ -20,7 +20,9 @@ from chains.broker.dispatch import CeleryDispatch
 from chains.runtime.context import Runtime
 from chains.runtime.registry import site_names
 from config import get_settings
+from exceptions import ClusterUnreachable
 
+WARM_WAIT_S = 1.0  # a pool child's start must stay well within Celery's 4 s for it
 _built: tuple[int, Runtime] | None = None
 _serving = False
 
@@ -33,16 +35,37 @@ def serve() -> None:
 
 def current() -> Runtime:
     """This process's runtime: clients from ``config``, messages through Celery."""
-    global _built
     if _built is None or _built[0] != os.getpid():
         settings = get_settings()
-        dispatch = CeleryDispatch(make_app(settings, site_names()))
         wait = settings.state.connect_wait_s if _serving else settings.state.command_wait_s
-        runtime = Runtime.from_settings(settings, dispatch, INTERRUPTS, wait_s=wait)
-        if not _serving:
-            dispatch.check_reachable(wait)
-        _built = (os.getpid(), runtime)
+        _build(wait, check_broker=not _serving)
+    assert _built is not None
     return _built[1]
+
+
+def warm(wait_s: float = WARM_WAIT_S) -> bool:
+    """Build this process's runtime now, at a worker's (or pool child's) start, not on its
+    first message: its Celery app, the Redis clients, the item store and the fetch clients
+    are ready before the first unit, whose latency and CPU are then the crawl's alone.
+    Within ``wait_s``: a state Redis that does not answer yet leaves the build to the
+    first message (which waits ``STATE_CONNECT_WAIT_S``); False then."""
+    if _built is not None and _built[0] == os.getpid():
+        return True
+    try:
+        _build(wait_s, check_broker=False)
+    except ClusterUnreachable:
+        return False
+    return True
+
+
+def _build(wait_s: float, check_broker: bool) -> None:
+    global _built
+    settings = get_settings()
+    dispatch = CeleryDispatch(make_app(settings, site_names()))
+    runtime = Runtime.from_settings(settings, dispatch, INTERRUPTS, wait_s=wait_s)
+    if check_broker:
+        dispatch.check_reachable(wait_s)
+    _built = (os.getpid(), runtime)
 
 
 def reset() -> None:

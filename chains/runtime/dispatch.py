@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from chains.runtime.model import Chain, Step
 
 
+FRONTIER_UNITS = 1000  # root units of one step from which a launch sends bigger messages
+
+
 class Dispatch(Protocol):
     """Where messages go. ``send`` returns once the broker holds the message."""
 
@@ -103,25 +106,30 @@ class Publisher:
                                     [revival_payload(step, depth, u) for step, u in flat])
 
     def publish(self, chain: Chain, job_id: str, step: str, units: list[Unit],
-                depth: int, countdown: float | None = None) -> None:
-        """Send ``units`` of one step in messages of the step's batch size."""
+                depth: int, countdown: float | None = None, size: int | None = None) -> None:
+        """Send ``units`` of one step in messages of the step's batch size (or ``size``)."""
         spec = chain.steps[step]
         envelope: Envelope = {"job": job_id, "step": step, "depth": depth}
         priority = message_priority(self.dispatch.kind, spec, depth)
-        for start in range(0, len(units), spec.batch_size):
-            batch = units[start : start + spec.batch_size]
+        size = size or spec.batch_size
+        for start in range(0, len(units), size):
+            batch = units[start : start + size]
             self.dispatch.send(spec.task, [envelope, batch], queue_of(spec), priority,
                                countdown)
 
     def spawn(self, chain: Chain, job_id: str, units_by_step: Mapping[str, list[Unit]],
               depth: int, republish: bool = True, outbox: Outbox | None = None,
-              hold: str | None = None) -> None:
+              hold: str | None = None, frontier_batch: int = 0) -> None:
         """Register, then publish the children, skipping those past the chain's max depth.
 
         A parent publishes only the children new to the ledger: a child another
         parent already registered is on its way, and a second message would fetch it
         twice. A parent whose earlier start died (it may have died between registering
         and publishing) passes ``republish`` and sends them all.
+
+        With ``frontier_batch``, a step with ``FRONTIER_UNITS`` units or more goes in
+        messages of at least that many (a launch's big frontier: one message envelope per
+        so many units, not per batch size, in the broker's memory and publish calls).
 
         With ``outbox`` (not on a republish), the new next pages of step ``hold`` go to
         ``outbox.pages`` for the caller to run itself, and children are sent in full
@@ -141,7 +149,9 @@ class Publisher:
                 if rest := len(send) % size:
                     send, outbox.waiting[(step, depth)] = send[:-rest], send[-rest:]
             if send:
-                self.publish(chain, job_id, step, send, depth)
+                big = frontier_batch and len(send) >= FRONTIER_UNITS
+                wide = max(chain.steps[step].batch_size, frontier_batch) if big else None
+                self.publish(chain, job_id, step, send, depth, size=wide)
 
     def flush(self, chain: Chain, job_id: str, outbox: Outbox) -> None:
         """Publish the children that wait for a full message: the list they came from ends."""

@@ -161,7 +161,8 @@ def start(planned: Planned, runtime: Launcher, workers: WorkerPolicy | None = No
     publisher = Publisher(rt.dispatch, rt.ledger)
     observers = chain_observers(chain, rt.observers)
     for job_id, root, _ in planned.jobs:
-        publisher.spawn(chain, job_id, root_units(chain, root, planned.roots), depth=0)
+        publisher.spawn(chain, job_id, root_units(chain, root, planned.roots), depth=0,
+                        frontier_batch=rt.settings.launch.frontier_batch_size)
         log_job(log, "started", job_id, chain=chain.name)
         for observer in observers:
             notify(observer.job_started, JobEvent(job_id, chain.name, RUNNING))

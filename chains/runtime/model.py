@@ -19,6 +19,7 @@ and a runtime (``chains.runtime.launch``), not a method.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -182,8 +183,10 @@ class Chain(BaseModel):
         return self
 
     def allows(self, url: str) -> bool:
-        """True when the URL's host is on an allowed domain, or none is set."""
-        return AllowedDomains(self.allowed_domains).allows_url(url)
+        """True when the URL's host is on an allowed domain, or none is set. The domains
+        are compiled once per list (a launch of a million start URLs asks a million
+        times), and each origin judged once."""
+        return _allowed(tuple(self.allowed_domains)).allows_url(url)
 
     def links_from(self, step: str) -> list[Link]:
         return [link for link in self.links if link.src == step]
@@ -217,3 +220,9 @@ def steps_by_key(steps: Mapping[str, Any] | Iterable[Any]) -> dict[str, Any]:
                              "{name: Step(...)} to name them apart")
         out[key] = spec
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _allowed(domains: tuple[str, ...]) -> AllowedDomains:
+    """The compiled ``AllowedDomains`` of a chain's list (its origins' verdicts kept)."""
+    return AllowedDomains(domains)

@@ -94,7 +94,7 @@ class ThrottleFeedback(Observer):
                 continue
             found = seen.setdefault(unit.bucket, (unit, []))
             found[1].append(Observation(unit.fetch_s or 0.0, unit.status, unit.retry_after_s,
-                                        unit.ended_at))
+                                        unit.ended_at, unit.url))
         for key, (first, observed) in seen.items():
             self.throttle.observe(key, observed, first.ceiling)
 

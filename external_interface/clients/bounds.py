@@ -52,9 +52,10 @@ from exceptions import (
     NetworkError,
     OffSite,
     ResponseRejected,
+    TimedOut,
     UnwantedType,
 )
-from external_interface.clients.http_transport import Deadline
+from external_interface.clients.http_transport import ConnectTimeout, Deadline
 from external_interface.http import Request, Response, media_type_matches
 from external_interface.statuses import raise_for_status
 from utils.urls import UnsupportedURL, normalize_url, redact_text, redact_url, secret_free
@@ -197,7 +198,11 @@ def request_headers(hop: Request, parts: SplitResult,
 
 def raise_masked(kind: type[CrawlError], what: str, exc: BaseException, url: str,
                  status: int | None = None) -> NoReturn:
-    """Raise ``kind`` with credentials masked, chained to ``exc`` only if none was in it."""
+    """Raise ``kind`` with credentials masked, chained to ``exc`` only if none was in it; a
+    ``NetworkError`` that is a timeout (or a passed deadline) is raised as ``TimedOut``."""
+    if kind is NetworkError and (isinstance(exc, TimeoutError | ConnectTimeout)
+                                 or "deadline" in what):
+        kind = TimedOut
     error = kind(redact_text(f"{what}: {type(exc).__name__}: {exc}"),
                  url=redact_url(url), status=status)
     raise error from (exc if secret_free(exc) else None)

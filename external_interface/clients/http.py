@@ -22,7 +22,14 @@ from typing import ClassVar
 import brotli
 
 from config import FetchSettings
-from exceptions import ClientError, NetworkError, ProxyRefused, ResponseRejected, UnsafeURL
+from exceptions import (
+    ClientError,
+    NetworkError,
+    ProxyRefused,
+    ResponseRejected,
+    TimedOut,
+    UnsafeURL,
+)
 from external_interface.clients.bounds import (
     PORTS,
     BoundedClient,
@@ -77,7 +84,7 @@ class HttpClient(BoundedClient[Exchange]):
         """Route and build (a bad request is a ``ClientError``), then send within the time left."""
         parts = self._check_url(hop, url)
         if deadline.left() <= 0:
-            raise NetworkError("fetch deadline passed before the request", url=redact_url(url))
+            raise TimedOut("fetch deadline passed before the request", url=redact_url(url))
         try:
             scheme = parts.scheme.lower()
             route = Route(scheme, parts.hostname or "", parts.port or PORTS[scheme], hop.proxy)

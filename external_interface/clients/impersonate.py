@@ -57,6 +57,7 @@ from exceptions import (
     NetworkError,
     ProxyRefused,
     ResponseRejected,
+    TimedOut,
     UnsafeURL,
 )
 from external_interface.clients.bounds import (
@@ -193,7 +194,7 @@ class ImpersonateClient(BoundedClient[_Hop]):
             raise_masked(ClientError, "malformed URL", exc, url)
         left = deadline.left()
         if left <= 0:
-            raise NetworkError("fetch deadline passed before the request", url=redact_url(url))
+            raise TimedOut("fetch deadline passed before the request", url=redact_url(url))
         got = _Hop(url, hop.accept_types, self.settings.max_body_bytes)
         handle = self._take()
         try:
@@ -339,8 +340,10 @@ def _raise_curl(exc: CurlError, handle: Curl, url: str, deadline: Deadline,
     status = None
     what = _NETWORK.get(code, "request failed")
     tunnel = _info(handle, CurlInfo.HTTP_CONNECTCODE) if proxied else 0
-    if code == CurlECode.OPERATION_TIMEDOUT and deadline.left() < _TIMER_SLACK_S:
-        what = "fetch deadline passed"
+    if code == CurlECode.OPERATION_TIMEDOUT:
+        kind = TimedOut
+        if deadline.left() < _TIMER_SLACK_S:
+            what = "fetch deadline passed"
     elif tunnel == 407:
         kind, what, status = ProxyRefused, "proxy refused the tunnel", 407
     elif tunnel and not 200 <= tunnel < 300:

@@ -59,10 +59,11 @@ RATE_WINDOW_S = 10.0  # time constant of the rate estimate
 
 # KEYS: tat, leases, cooldown, state. ARGV: now (µs or ''), interval (µs, 0: no
 # rate), burst, cap (0: none), lease ttl (µs), lease id, rate window (µs), state
-# ttl (s), jitter tolerance (µs). Reply: {'go'} or {'wait', µs, reason}. A
-# concurrency wait is the mean hold time left on the oldest lease (at least a
-# quarter of a hold, 10 ms), or 50 ms before any lease was released; never past
-# that lease's expiry.
+# ttl (s), jitter tolerance (µs), stale after (µs, 0: never). Reply: {'go'} or
+# {'wait', µs, reason}. Only leases granted within ``stale after`` count toward the
+# cap. A concurrency wait is the mean hold time left on the oldest counted lease (at
+# least a quarter of a hold, 10 ms), or 50 ms before any lease was released; never
+# past the time that lease expires or stops counting.
 _ACQUIRE = CLOCK + r"""
 local now, interval, burst = clock(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local cap, ttl, lease = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
@@ -75,12 +76,16 @@ if interval > 0 then
 end
 if cap > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  if redis.call('ZCARD', KEYS[2]) >= cap then
-    local expires = tonumber(redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')[2])
+  local stale, counted = tonumber(ARGV[10]), '-inf'
+  if stale > 0 and stale < ttl then counted = '(' .. (now + ttl - stale) end
+  if redis.call('ZCOUNT', KEYS[2], counted, '+inf') >= cap then
+    local expires = tonumber(redis.call('ZRANGEBYSCORE', KEYS[2], counted, '+inf',
+                                        'WITHSCORES', 'LIMIT', 0, 1)[2])
     local hold = tonumber(redis.call('HGET', KEYS[4], 'hold_us'))
     local busy = 50000
     if hold then busy = math.max(expires - ttl + hold - now, hold / 4, 10000) end
     busy = math.min(busy, expires - now)
+    if counted ~= '-inf' then busy = math.min(busy, expires - ttl + stale - now + 1) end
     if busy > wait then wait, reason = busy, 'concurrency' end
   end
 end
@@ -100,11 +105,14 @@ return {'go'}
 """
 
 # KEYS: leases, state. ARGV: lease id, how long it was held (µs). Removing the
-# lease and learning the mean hold time (weight 1/8) in one step.
+# lease and learning the mean hold time (weight 1/8) in one step; one long hold (a
+# URL that hung) moves the mean by a bounded step, to at most 2x + 50 ms, and the
+# first hold counts as a second at most.
 _RELEASE = r"""
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
 local held = tonumber(ARGV[2])
-local mean = tonumber(redis.call('HGET', KEYS[2], 'hold_us') or ARGV[2])
+local mean = tonumber(redis.call('HGET', KEYS[2], 'hold_us') or math.min(held, 1000000))
+held = math.min(held, 2 * mean + 50000)
 redis.call('HSET', KEYS[2], 'hold_us', math.floor(mean + (held - mean) / 8))
 return 1
 """
@@ -168,6 +176,7 @@ class RedisLimiter:
             "" if now is None else round(now * US), round(policy.interval_s * US),
             policy.burst, policy.max_concurrency or 0, round(self.lease_ttl_s * US), lease,
             round(RATE_WINDOW_S * US), STATE_TTL_S, round(self.jitter_s * US),
+            round((policy.stale_after_s or 0.0) * US),
         ])
         if reply[0] == b"go":
             return Grant(bucket, lease or None, self._give_back)

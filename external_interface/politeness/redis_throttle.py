@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -31,16 +32,18 @@ if TYPE_CHECKING:
     from config import ThrottleSettings
 
 INDEX_EVERY_S = 60.0
+STALE_MIN_S = 1.0  # a request in flight this long (or STALE_FACTOR latencies) leaves the window
+STALE_FACTOR = 8.0
 PHASES = {0: "start", 1: "steady"}
 
-# KEYS: throttle state, limiter cooldown, limiter tat, limiter state.
+# KEYS: throttle state, limiter cooldown, limiter tat, limiter state, failing URLs.
 # ARGV: now (µs or ''), start rate, start concurrency, min rate, max rate, max
 # concurrency, max retry-after (µs), hold (µs), plateau (µs), latency factor,
 # latency slack (µs), state ttl (s), ceiling rate (0: none), ceiling concurrency
-# (0: none); then per observation: latency (µs), status, retry-after (µs, -1:
-# none), age (µs since the response ended).
+# (0: none), forget after (µs idle); then per observation: latency (µs), status,
+# retry-after (µs, -1: none), age (µs since the response ended), URL key ('': none).
 # Reply: {rate (string, '' when unlimited), concurrency, cooldown left (µs),
-# phase, ceiling (string)}.
+# phase, ceiling (string), latency (s, string)}.
 _OBSERVE = CLOCK + COOL_DOWN + r"""
 local now = clock(ARGV[1])
 local start_rate, start_conc = tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -49,6 +52,7 @@ local max_ra, hold_max = tonumber(ARGV[7]), tonumber(ARGV[8]) / 1e6
 local plateau = tonumber(ARGV[9]) / 1e6
 local lat_factor, lat_slack = tonumber(ARGV[10]), tonumber(ARGV[11]) / 1e6
 local cap_rate, cap_conc = tonumber(ARGV[13]), tonumber(ARGV[14])
+local forget = tonumber(ARGV[15])
 if cap_rate > 0 then max_rate = math.min(max_rate, cap_rate) end
 if cap_conc > 0 then max_conc = math.min(max_conc, cap_conc) end
 
@@ -57,6 +61,10 @@ local names = {'r', 'c', 'ph', 'lf', 'lb', 'nl', 's5f', 's5s', 's4', 'ceil', 'pl
 local raw = redis.call('HMGET', KEYS[1], unpack(names))
 local s = {}
 for i, name in ipairs(names) do s[name] = tonumber(raw[i]) end
+if s.at ~= nil and now - s.at > forget then  -- idle that long: what it learnt is old news
+  s.at = nil
+  redis.call('DEL', KEYS[5])
+end
 if s.at == nil then
   s = {r = start_rate, c = start_conc, ph = 0, lf = 0, lb = 0, nl = 0, s5f = 0, s5s = 0, s4 = 0,
        ceil = 0, plat = 1, dec = 0, t0 = now, accn = 0, send = 0, norm = 0, at = now, n = 0,
@@ -70,31 +78,48 @@ local f = math.exp(-dt / W)
 s.send, s.norm = s.send * f, s.norm * f + (1 - f)
 
 local signal, cool_for = nil, 0
-for i = 15, #ARGV, 4 do
+local failing = redis.call('HLEN', KEYS[5])
+if failing > 10000 then redis.call('DEL', KEYS[5]); failing = 0 end
+for i = 16, #ARGV, 5 do
   local lat, status = tonumber(ARGV[i]) / 1e6, tonumber(ARGV[i + 1])
-  local ra, age = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3])
+  local ra, age, url = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4]
   local fresh = now - age - lat * 1e6 >= s.dec
   local rate_sig = status == 429 or (status == 503 and ra >= 0)
   local e5 = (status >= 500 and status < 600 and not rate_sig) or status == 0
-  s.n, s.send = s.n + 1, s.send + 1 / W
-  s.s5f = s.s5f + ((e5 and 1 or 0) - s.s5f) / math.min(20, s.n)
-  s.s5s = s.s5s + ((e5 and 1 or 0) - s.s5s) / math.min(200, s.n)
-  s.s4 = s.s4 + ((rate_sig and 1 or 0) - s.s4) / 10
-  if rate_sig then
-    s.n429 = s.n429 + 1
-    if fresh then
-      signal = 'rate'
-      if ra >= 0 then cool_for = math.max(cool_for, math.min(ra, max_ra)) end
-    end
-  else
-    if fresh then s.accn = s.accn + 1 end
-    if e5 then
-      s.n5xx = s.n5xx + 1
-      if fresh and s.s5f > 0.25 and s.s5f > 2 * s.s5s + 0.1 then signal = signal or '5xx' end
+  local again = false  -- a URL failing again: its own trouble, not the host's
+  if url ~= '' and (rate_sig or e5) then
+    again = redis.call('HSETNX', KEYS[5], url, now) == 0
+    if not again then failing = failing + 1 end
+  elseif url ~= '' and failing > 0 then
+    failing = failing - redis.call('HDEL', KEYS[5], url)
+  end
+  s.send = s.send + 1 / W
+  if not again then
+    s.n = s.n + 1
+    s.s5f = s.s5f + ((e5 and 1 or 0) - s.s5f) / math.min(20, s.n)
+    s.s5s = s.s5s + ((e5 and 1 or 0) - s.s5s) / math.min(200, s.n)
+    s.s4 = s.s4 + ((rate_sig and 1 or 0) - s.s4) / 10
+    if rate_sig then
+      s.n429 = s.n429 + 1
+      if fresh then
+        signal = 'rate'
+        if ra >= 0 then cool_for = math.max(cool_for, math.min(ra, max_ra)) end
+      end
     else
-      if s.nl == 0 then s.lf, s.lb = lat, lat else s.lf = s.lf + (lat - s.lf) * 0.2 end
-      s.nl = s.nl + 1
-      if s.ph == 0 then s.c = math.min(s.c + 1, max_conc) end
+      if fresh then s.accn = s.accn + 1 end
+      if e5 then
+        s.n5xx = s.n5xx + 1
+        if fresh and s.s5f > 0.25 and s.s5f > 2 * s.s5s + 0.1 then signal = signal or '5xx' end
+      else
+        -- one slow path moves the average by a bounded step: only latency rising on
+        -- many answers in a row (every path) makes a signal
+        if s.nl == 0 then s.lf, s.lb = lat, lat
+        else s.lf = s.lf + (math.min(lat, 2 * s.lf + lat_slack) - s.lf) * 0.2 end
+        s.nl = s.nl + 1
+        if s.ph == 0 then  -- slow start; twice as fast for an answer fast and clean
+          s.c = math.min(s.c + ((lat <= lat_slack and s.n5xx == 0) and 2 or 1), max_conc)
+        end
+      end
     end
   end
 end
@@ -151,6 +176,7 @@ for _, name in ipairs(names) do
 end
 redis.call('HSET', KEYS[1], unpack(flat))
 redis.call('EXPIRE', KEYS[1], ARGV[12])
+if failing > 0 then redis.call('EXPIRE', KEYS[5], ARGV[12]) end
 
 local rate, conc = '', math.min(max_conc, math.floor(s.c))
 if s.ph == 1 then
@@ -160,7 +186,7 @@ elseif cap_rate > 0 then
   rate = tostring(cap_rate)
 end
 local cool = tonumber(redis.call('GET', KEYS[2]) or '0')
-return {rate, conc, math.max(0, cool - now), s.ph, tostring(s.ceil)}
+return {rate, conc, math.max(0, cool - now), s.ph, tostring(s.ceil), tostring(s.lf)}
 """
 
 
@@ -195,15 +221,16 @@ class RedisThrottle:
             conf.max_concurrency, round(conf.max_retry_after_s * US), round(conf.hold_s * US),
             round(conf.plateau_s * US), conf.latency_factor, round(conf.latency_slack_s * US),
             STATE_TTL_S, (ceiling.rate_per_s or 0) if ceiling else 0,
-            (ceiling.max_concurrency or 0) if ceiling else 0,
+            (ceiling.max_concurrency or 0) if ceiling else 0, round(conf.forget_s * US),
         ]
         for seen in observations:
             age = 0.0 if seen.done_at is None else max(0.0, (now or mono) - seen.done_at)
             retry = -1 if seen.retry_after_s is None else round(max(0.0, seen.retry_after_s) * US)
-            args += [round(max(0.0, seen.latency_s) * US), seen.status, retry, round(age * US)]
+            args += [round(max(0.0, seen.latency_s) * US), seen.status, retry, round(age * US),
+                     url_key(seen.url)]
         reply = self._observe(keys=[keys.polite(key, part) for part in (
-            "throttle", "cooldown", "tat", "state")], args=args)
-        control = _control(reply)
+            "throttle", "cooldown", "tat", "state", "failing")], args=args)
+        control = _control(reply, bool(ceiling and ceiling.max_concurrency))
         with self._lock:
             self._copies[key] = (mono, ceiling, control.policy)
         return control
@@ -245,13 +272,23 @@ class RedisThrottle:
             self._indexed[key] = wall
 
 
-def _control(reply: list[Any]) -> Control:
-    """The script's reply as a ``Control`` (the script applied the ceiling)."""
-    rate_text, conc, cool_us, phase, ceil_text = reply
+def url_key(url: str) -> str:
+    """A short key of a URL for the set of failing URLs ('' for none): 8 hex digits."""
+    return f"{zlib.crc32(url.encode()):08x}" if url else ""
+
+
+def _control(reply: list[Any], declared_cap: bool = False) -> Control:
+    """The script's reply as a ``Control`` (the script applied the ceiling). The window's
+    requests stop counting once in flight ``STALE_FACTOR`` times the host's latency (at
+    least ``STALE_MIN_S``): one URL that hangs does not hold the host's window; a declared
+    concurrency cap counts every request to its end."""
+    rate_text, conc, cool_us, phase, ceil_text, latency_text = reply
     rate = float(rate_text) if rate_text else None
     if rate is not None and not math.isfinite(rate):
         rate = None
-    policy = Politeness(rate_per_s=rate, burst=1, max_concurrency=int(conc))
+    stale = None if declared_cap else max(STALE_MIN_S, STALE_FACTOR * float(latency_text))
+    policy = Politeness(rate_per_s=rate, burst=1, max_concurrency=int(conc),
+                        stale_after_s=stale)
     ceil = float(ceil_text)
     return Control(policy, int(cool_us) / US, PHASES.get(int(phase), "?"), ceil or None)
 

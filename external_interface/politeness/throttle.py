@@ -23,12 +23,25 @@ n reaches 20 or 200), so a server that fails the same share from its first
 answer (every URL's first ask, say) is not taken for one starting to fail.
 *Latency* is a fast average of good responses against a baseline that follows
 it down at once and up only over about 30 s; a fast average above 3 x the
-baseline + 50 ms is a signal too (a queue building up at the server).
+baseline + 50 ms is a signal too (a queue building up at the server). One answer
+moves the average to at most twice itself + 50 ms: one slow path is not a slow host,
+latency rising on answer after answer (every path) is.
+
+One URL's trouble is not the host's. An observation names its URL; a URL that
+fails (a 429, a 5xx, no answer) while it failed before and has not answered well
+since is not news: it counts for nothing here (its own unit's retries, capped, deal
+with it), so a path that hangs, loops or errors at every try never cuts the host's
+rate. The failing URLs are a small hash beside the state (8 hex digits each).
 
 Start. A new key starts with ``start_concurrency`` (4) requests in flight and
 no rate limit (``start_rate``, 8/s, is only what a monitor shows before the
 first answer), and ramps like TCP's slow start: the window grows by one per
-good response, so it doubles every round trip up to ``max_concurrency``. On
+good response, so it doubles every round trip up to ``max_concurrency`` (by two,
+tripling, while every answer is fast, within the latency slack, and clean, no
+5xx yet). A key nobody used for ``forget_s`` (120 s) starts afresh: a defence
+learnt in one job does not slow the next one. A request in flight for 8 times the
+key's latency (at least a second) stops counting toward the window
+(``Politeness.stale_after_s``), so a URL that hangs does not hold the host's slots. On
 loopback that is milliseconds; on a site 200 ms away it is 20/s, 40/s, 80/s...
 a round trip each. A server without defences thus pays nothing but its first
 round trips, and no lease or pacing beyond the window. A window grown to
@@ -100,6 +113,7 @@ class Observation:
     status: int
     retry_after_s: float | None = None
     done_at: float | None = None
+    url: str = ""  # what was fetched: a URL failing again is not the host's distress
 
     @classmethod
     def of(cls, response: Response) -> Observation:
@@ -107,12 +121,13 @@ class Observation:
         from external_interface.statuses import parse_retry_after
 
         return cls(response.elapsed_s, response.status,
-                   parse_retry_after(response.headers.get("Retry-After")), time.monotonic())
+                   parse_retry_after(response.headers.get("Retry-After")), time.monotonic(),
+                   response.url)
 
     @classmethod
-    def failed(cls, latency_s: float) -> Observation:
+    def failed(cls, latency_s: float, url: str = "") -> Observation:
         """A fetch that got no response (a network error or a timeout), now."""
-        return cls(latency_s, 0, None, time.monotonic())
+        return cls(latency_s, 0, None, time.monotonic(), url)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bench import generic_peers
+from bench.hostile import SCRAPY_SETTINGS
 from sandbox.generic.expected import expected_records
 from sandbox.generic.site import Shape, build
 
@@ -52,6 +53,12 @@ def test_each_peer_is_told_the_depth_the_start_and_robots() -> None:
     assert crawlee[crawlee.index("--depth") + 1] == "2"
     with pytest.raises(ValueError, match="unknown peer 'wget'"):
         generic_peers.command("wget", BASE, 3, out, Path("wget"))
+
+
+def test_the_hostile_bench_gives_scrapy_a_30_s_download_timeout() -> None:
+    scrapy = generic_peers.command("scrapy", BASE + "/", 1, Path("/tmp/out.jsonl"),
+                                   Path("scrapy"), SCRAPY_SETTINGS)
+    assert {"DEPTH_LIMIT=1", "DOWNLOAD_TIMEOUT=30"} <= set(scrapy)
 
 
 @pytest.mark.slow

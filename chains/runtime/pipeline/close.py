@@ -3,7 +3,8 @@ what it came to reported to the batch's observers.
 
 First the fates are judged against the budgets: a rotation past
 ``RESOURCES_MAX_ROTATIONS`` fails (``RotationsSpent``), a retry past
-``TASK_MAX_RETRIES`` fails ("gave up after N retries"), a unit still live (the
+``TASK_MAX_RETRIES`` fails ("gave up after N retries"; one that timed out, past
+``TASK_MAX_TIMEOUT_RETRIES``), a unit still live (the
 message was interrupted) is retried. A unit that met only transient errors also fails
 once ``TASK_GIVE_UP_S`` (2 minutes) have passed since its first start, retries left
 or not, naming the host and the error: a site that never answers ends its units in
@@ -45,7 +46,7 @@ from chains.runtime.pipeline.batch import (
     UnitRun,
 )
 from chains.runtime.units import Unit, carry_retries, retries_before, rotations
-from exceptions import Banned, RotateError
+from exceptions import Banned, RotateError, TimedOut
 from external_interface import recrawl
 from utils.urls import redact_url
 
@@ -88,6 +89,7 @@ def close(batch: Batch, runs: list[UnitRun], carried: Carried | None = None) -> 
         _send_back(batch, waits, rotate)
     closed = Closed(Counter(e.outcome for e in ends))
     closed.counts["retry"] = len(retry)
+    retry = _retry_slow_apart(batch, retry)
     if retry:
         batch.rt.ledger.end_attempt(batch.job_id, [r.unit["id"] for r in retry])
         closed.retry = Retry([r.unit for r in retry], backoff(batch, retry))
@@ -154,9 +156,12 @@ def judge(batch: Batch, r: UnitRun) -> UnitRun:
     if isinstance(fate, RetryAfter) and fate.kind == "backoff":
         spent = retries_spent(batch, r.unit)
         since = time.time() - batch.rt.ledger.first_start(batch.job_id, r.unit["id"])
-        if spent >= limits.task.max_retries or since >= limits.task.give_up_s:
+        budget, name = limits.task.max_retries, "TASK_MAX_RETRIES"
+        if isinstance(r.error, TimedOut) and limits.task.max_timeout_retries < budget:
+            budget, name = limits.task.max_timeout_retries, "TASK_MAX_TIMEOUT_RETRIES"
+        if spent >= budget or since >= limits.task.give_up_s:
             return r.ended(Failed(_error_class(r), f"gave up after {spent} retries in "
-                                  f"{since:.0f} s (TASK_MAX_RETRIES {limits.task.max_retries}, "
+                                  f"{since:.0f} s ({name} {budget}, "
                                   f"TASK_GIVE_UP_S {limits.task.give_up_s:g}): {_host(r)}"
                                   f"{r.error if r.error is not None else fate.reason}"),
                            r.error)
@@ -216,6 +221,22 @@ def _send_back(batch: Batch, waits: list[UnitRun], rotate: list[UnitRun]) -> Non
     if waits:
         publish_again(batch, [r.unit for r in waits], countdown=max(
             r.fate.seconds or 0.0 for r in waits if isinstance(r.fate, RetryAfter)))
+
+
+def _retry_slow_apart(batch: Batch, retry: list[UnitRun]) -> list[UnitRun]:
+    """Units that timed out are retried in a message of their own, the rest in this
+    message's retry: a unit that hung once mostly hangs again, and a message lasts as long
+    as its slowest unit, so a 500 retried beside a hang would wait out the hang at every
+    try. Returns the units left for this message's retry."""
+    slow = [r for r in retry if isinstance(r.error, TimedOut)]
+    if not slow or len(slow) == len(retry):
+        return retry
+    countdown = backoff(batch, slow)
+    batch.rt.ledger.end_attempt(batch.job_id, [r.unit["id"] for r in slow])
+    for r in slow:
+        carry_retries(r.unit, batch.retries + 1)  # this retry spent, as Celery's would count
+    publish_again(batch, [r.unit for r in slow], countdown)
+    return [r for r in retry if not isinstance(r.error, TimedOut)]
 
 
 def publish_again(batch: Batch, units: list[Unit], countdown: float | None = None) -> None:

@@ -3,7 +3,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from chains.runtime.dispatch import Outbox, Publisher, Recorder, message_priority
+from chains.cluster import plan_crawl
+from chains.runtime.context import Runtime
+from chains.runtime.dispatch import (
+    FRONTIER_UNITS,
+    Outbox,
+    Publisher,
+    Recorder,
+    message_priority,
+)
+from chains.runtime.launch import launch
 from chains.runtime.model import Chain, Link, Step
 from chains.runtime.model import Chain as Routes
 from chains.runtime.units import Unit, by_depth, children, make_unit, unit_id
@@ -62,7 +71,8 @@ def test_a_message_running_its_list_on_holds_its_next_page_and_sends_only_full_m
             return {u["id"] for units in units_by_step.values() for u in units}
 
         def publish(self, chain: Routes, job_id: str, step: str, units: list[Unit],
-                    depth: int, countdown: float | None = None) -> None:
+                    depth: int, countdown: float | None = None,
+                    size: int | None = None) -> None:
             size = chain.steps[step].batch_size
             sent.extend((step, [u["params"]["item_id"] for u in units[i:i + size]])
                         for i in range(0, len(units), size))
@@ -96,3 +106,21 @@ def test_a_step_sends_ten_units_a_message_unless_it_says_otherwise() -> None:
     units = [make_unit("item", {"item_id": str(i)}) for i in range(25)]
     Publisher(recorder, None).publish(CHAIN, "j", "item", units, 1)  # type: ignore[arg-type]
     assert [len(m.units) for m in recorder.sent] == [10, 10, 5]
+
+
+def test_a_big_frontier_goes_in_bigger_messages_and_a_small_one_at_the_batch_size(
+        runtime: Runtime) -> None:
+    """1,000 root units of one step or more: messages of LAUNCH_FRONTIER_BATCH_SIZE (64)."""
+    chain = plan_crawl(["http://127.0.0.1:9/"], max_depth=0).chain
+    recorder = runtime.dispatch
+    assert isinstance(recorder, Recorder)
+    many = [f"http://127.0.0.1:9/p/{n}" for n in range(FRONTIER_UNITS + 10)]
+    launch(chain, {"url": many[0]}, runtime,
+           roots={"page": [{"url": u} for u in many[1:]]}, settings={"crawl": {}})
+    sizes = sorted({len(m.units) for m in recorder.sent if m.envelope["step"] == "page"})
+    assert max(sizes) == runtime.settings.launch.frontier_batch_size == 64
+    recorder.sent.clear()
+    few = [f"http://127.0.0.1:9/q/{n}" for n in range(40)]
+    launch(chain, {"url": few[0]}, runtime, roots={"page": [{"url": u} for u in few[1:]]},
+           settings={"crawl": {}})
+    assert max(len(m.units) for m in recorder.sent) == chain.steps["page"].batch_size == 8

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing
+import time
 
 import pytest
 import redis
@@ -185,3 +186,113 @@ def test_the_strictest_policy_and_a_crawl_delay_as_a_ceiling() -> None:
                                                        max_concurrency=1)
     assert strictest(None, None) is None
     assert crawl_delay_policy(0) is None and crawl_delay_policy(None) is None
+
+
+# -- one URL's trouble is not the host's ------------------------------------------------
+def _good(key: str, throttle: RedisThrottle, n: int = 40, at: float = T0) -> float:
+    """``n`` good answers from distinct URLs, 10 ms apart, from ``at``; the time after."""
+    for i in range(n):
+        at += 0.01
+        throttle.observe(key, [Observation(0.01, 200, None, at, f"/page/{i}")], now=at)
+    return at
+
+
+def _fail(throttle: RedisThrottle, key: str, status: int, urls: list[str], at: float,
+          gap_s: float = 1.5) -> float:
+    """One failure per URL of ``urls``, ``gap_s`` apart (past the hold); the time after."""
+    for url in urls:
+        at += gap_s
+        throttle.observe(key, [Observation(0.01, status, None, at, url)], now=at)
+    return at
+
+
+@pytest.mark.parametrize("status", [429, 500, 0])
+def test_one_url_failing_again_and_again_never_cuts_the_hosts_rate(
+        throttle: RedisThrottle, status: int) -> None:
+    at = _good("one", throttle, n=150)  # as below, where the same failures do cut it
+    at = _fail(throttle, "one", status, ["/bad"] * 20, at)
+    state = throttle.state("one")
+    assert state["decreases"] <= 1, state  # the first 429 is news; its repeats are not
+    if status != 429:
+        assert state["phase"] == "start", state  # one 5xx URL among 40 good: no signal
+
+
+@pytest.mark.parametrize("status", [429, 500])
+def test_the_same_failures_across_many_urls_are_the_hosts_distress(
+        throttle: RedisThrottle, status: int) -> None:
+    at = _good("many", throttle, n=150)  # a 5xx share that rises counts, not a steady one
+    at = _fail(throttle, "many", status, [f"/bad/{i}" for i in range(20)], at)
+    state = throttle.state("many")
+    assert state["phase"] == "steady" and state["decreases"] >= 2, state
+
+
+def test_a_url_that_answered_well_is_news_when_it_fails_again(
+        throttle: RedisThrottle) -> None:
+    at = _good("healed", throttle)
+    at = _fail(throttle, "healed", 429, ["/x"], at)
+    at += 1.5
+    throttle.observe("healed", [Observation(0.01, 200, None, at, "/x")], now=at)
+    _fail(throttle, "healed", 429, ["/x"], at)
+    assert throttle.state("healed")["decreases"] == 2
+
+
+def test_one_slow_path_makes_no_latency_signal_but_every_path_slow_does(
+        throttle: RedisThrottle) -> None:
+    at = _good("slow-one", throttle)
+    for i in range(10):  # one path that takes 3 s, among fast ones
+        at += 0.2
+        throttle.observe("slow-one", [Observation(3.0, 200, None, at, "/slow"),
+                                      Observation(0.01, 200, None, at, f"/p{i}"),
+                                      Observation(0.01, 200, None, at, f"/q{i}")], now=at)
+    assert throttle.state("slow-one")["phase"] == "start"
+    at = _good("slow-all", throttle)
+    for i in range(10):
+        at += 0.2
+        throttle.observe("slow-all", [Observation(3.0, 200, None, at, f"/p{i}{j}")
+                                      for j in range(3)], now=at)
+    assert throttle.state("slow-all")["phase"] == "steady"
+
+
+def test_an_idle_key_forgets_what_it_learnt(redis_client: redis.Redis) -> None:
+    throttle = RedisThrottle(redis_client, ThrottleSettings(forget_s=60))
+    at = _good("defended", throttle)
+    control = throttle.observe("defended", [Observation(0.01, 429, None, at + 1)], now=at + 1)
+    assert control.phase == "steady" and control.ceiling_per_s
+    soon = throttle.observe("defended", [], now=at + 30)
+    assert soon.phase == "steady"  # a pause within the job keeps it
+    later = throttle.observe("defended", [], now=at + 100)
+    assert later.phase == "start" and later.ceiling_per_s is None
+    assert later.policy.rate_per_s is None
+
+
+def test_fast_clean_answers_open_the_window_twice_as_fast(throttle: RedisThrottle) -> None:
+    fast = throttle.observe("fast", [Observation(0.01, 200, None, T0 + 0.1)] * 10, now=T0 + 0.1)
+    slow = throttle.observe("slow", [Observation(0.2, 200, None, T0 + 0.1)] * 10, now=T0 + 0.1)
+    start_window = ThrottleSettings().start_concurrency
+    assert fast.policy.max_concurrency == start_window + 20
+    assert slow.policy.max_concurrency == start_window + 10
+
+
+def test_the_window_stops_counting_a_request_past_its_stale_time(
+        redis_client: redis.Redis) -> None:
+    """A hung request holds its lease, but not the window: past ``stale_after_s`` (set by
+    the throttle from the host's latency) the next request goes; without it, it waits."""
+    limiter = limiter_from_redis(redis_client)
+    adaptive = Politeness(max_concurrency=1, stale_after_s=0.3)
+    hung = limiter.try_acquire("hangs", adaptive)
+    assert not isinstance(hung, Wait)
+    assert isinstance(limiter.try_acquire("hangs", adaptive), Wait)
+    declared = Politeness(max_concurrency=1)
+    held = limiter.try_acquire("strict", declared)
+    assert not isinstance(held, Wait)
+    time.sleep(0.4)
+    assert not isinstance(limiter.try_acquire("hangs", adaptive), Wait)
+    assert isinstance(limiter.try_acquire("strict", declared), Wait)
+    hung.release()
+    held.release()
+
+
+def test_the_throttle_sets_a_stale_time_only_without_a_declared_cap(
+        throttle: RedisThrottle) -> None:
+    assert (throttle.current("free").stale_after_s or 0) >= 1.0
+    assert throttle.current("capped", Politeness(max_concurrency=4)).stale_after_s is None
