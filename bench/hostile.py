@@ -132,10 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--peers", default="scrapy", help="'scrapy', or '' for the project alone")
     p.add_argument("--pool", choices=("threads", "prefork"), default=LAYOUT.pool,
                    help="the project worker's pool (prefork: 2 processes, as "
-                        "./control.sh start worker; 8 unit threads and fetches each)")
+                        "./control.sh start worker, with TASK_UNIT_THREADS 16)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
-    layout = LAYOUT if args.pool == LAYOUT.pool else Layout(1, "prefork", 2, 8, 8)
+    layout = LAYOUT if args.pool == LAYOUT.pool else Layout(1, "prefork", 2, 16, 0)
     workdir = bench_dir() / "hostile" / time.strftime("%Y%m%d-%H%M%S")
     result: dict[str, Any] = {"good": len(GOOD), "bad": len(BAD),
                               "hold_s": args.hold_seconds, "layout": layout.label,
