@@ -14,12 +14,15 @@ its first request to its close), ``good_stored`` (good pages among the stored re
 The project's run also says, per bad URL, whether it failed with its reason
 (``bad_failed``, ``bad_with_reason``) and the throttle's state of the host at the end.
 ``ratios.wall_vs_scrapy``: the goal is at most 1, every good page stored and every bad
-URL failed with its reason. The last line is JSON.
+URL failed with its reason. ``--pool prefork``: the project on the default worker's
+layout instead (two processes, where a message lasts as long as its slowest unit). The
+last line is JSON (with the ``layout`` and the ``load_average`` at the start).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -74,10 +77,11 @@ def paths(urls: Sequence[str]) -> set[str]:
     return {urlsplit(url).path for url in urls}
 
 
-def crawl_project(workdir: Path, hold_s: float, timeout: float) -> dict[str, Any]:
+def crawl_project(workdir: Path, hold_s: float, timeout: float,
+                  layout: Layout = LAYOUT) -> dict[str, Any]:
     """The generic crawl of the stall index on a fresh cluster: wall, CPU, what ended how."""
     served = Served(hold_s)
-    cluster = Cluster(workdir, served.url, LAYOUT, queues="crawl")
+    cluster = Cluster(workdir, served.url, layout, queues="crawl")
     try:
         cluster.start()
         rt = cluster.runtime
@@ -126,12 +130,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="how long a hanging or dripping endpoint holds its connection")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per crawler")
     p.add_argument("--peers", default="scrapy", help="'scrapy', or '' for the project alone")
+    p.add_argument("--pool", choices=("threads", "prefork"), default=LAYOUT.pool,
+                   help="the project worker's pool (prefork: 2 processes, as "
+                        "./control.sh start worker, with TASK_UNIT_THREADS 16)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
+    layout = LAYOUT if args.pool == LAYOUT.pool else Layout(1, "prefork", 2, 16, 0)
     workdir = bench_dir() / "hostile" / time.strftime("%Y%m%d-%H%M%S")
     result: dict[str, Any] = {"good": len(GOOD), "bad": len(BAD),
-                              "hold_s": args.hold_seconds}
-    result["project"] = crawl_project(workdir / "project", args.hold_seconds, args.timeout)
+                              "hold_s": args.hold_seconds, "layout": layout.label,
+                              "load_average": list(os.getloadavg())}
+    result["project"] = crawl_project(workdir / "project", args.hold_seconds, args.timeout,
+                                      layout)
     project = result["project"]
     complete = (project["good_stored"] == len(GOOD)
                 and project["bad_with_reason"] == len(BAD))
