@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from utils.domains import AllowedDomains
 
 CLIENTS = ("http", "impersonate", "browser")
+WIRE_CLIENTS = ("http", "impersonate")  # speak HTTP themselves; the browser's Chromium does
 DEFAULT_CLIENT = "http"
 PROXY_PORTS = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}  # by URL scheme
 # Clients that send a browser's own identity (User-Agent, client hints, Accept-Encoding):

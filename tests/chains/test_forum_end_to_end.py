@@ -10,7 +10,7 @@ import pytest
 
 from chains.forum import forum
 from chains.runtime.launch import launch
-from external_interface.clients import CLIENTS
+from external_interface.clients import WIRE_CLIENTS
 from sandbox.cluster import Cluster, running_cluster
 from sandbox.forum.expected import ForumExpected, expected
 from sandbox.forum.site import ForumSite
@@ -45,7 +45,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.mark.parametrize("client", [pytest.param(name, marks=[pytest.mark.slow] if name != "http"
-                                                  else []) for name in CLIENTS])
+                                                  else []) for name in WIRE_CLIENTS])
 def test_the_forum_crawl_stores_exactly_the_forums_records_with_each_client(
         cluster: Cluster, client: str) -> None:
     """The client is one site setting for the job (``client=``), as a site declares it."""

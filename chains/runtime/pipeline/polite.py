@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from chains.runtime.pipeline.batch import Bounds
 from chains.runtime.render import CHOICES, RENDER
+from external_interface.clients import DEFAULT_CLIENT
 from external_interface.politeness.throttle import crawl_delay_policy, is_open, strictest
 
 if TYPE_CHECKING:
@@ -67,9 +68,13 @@ def fetcher(batch: Batch, r: UnitRun | None = None) -> FetchesRaw:
 
 
 def robots(batch: Batch) -> RobotsPolicy | None:
-    """The robots.txt policy the batch obeys, read with the batch's client; None for a
-    site that opted out."""
-    return batch.rt.robots_for(uses_cache(batch), client(batch)) if batch.site.robots else None
+    """The robots.txt policy the batch obeys, read with the batch's client (a browser
+    batch's with ``http``: a text file needs no rendering); None for a site that opted
+    out."""
+    if not batch.site.robots:
+        return None
+    reader = client(batch)
+    return batch.rt.robots_for(uses_cache(batch), DEFAULT_CLIENT if reader == RENDER else reader)
 
 
 def bounds(batch: Batch, urls: Sequence[str],

@@ -15,7 +15,7 @@ from chains.demo import demo as declared_demo
 from chains.runtime.checks import resolve
 from chains.runtime.context import Runtime
 from chains.runtime.pipeline import polite
-from chains.runtime.pipeline.batch import Batch, UnitRun
+from chains.runtime.pipeline.batch import Batch, RetryAfter, UnitRun
 from chains.runtime.pipeline.fetch import fetch
 from chains.runtime.pipeline.prepare import prepare
 from chains.runtime.registry import step, steps
@@ -132,3 +132,24 @@ def test_an_unknown_client_fails_where_it_is_declared_naming_the_known_ones() ->
         declare("shop.web.page", url="{base_url}/", client="chrome")
     with pytest.raises(ValueError, match="unknown fetch client 'h2'"):
         DemoSettings(client="h2")
+
+
+def test_a_browser_page_waits_for_its_sites_browser_slot_and_reads_robots_over_http(
+        runtime: Runtime, site: RawServer) -> None:
+    """Browsers are the expensive resource: ``BROWSER_SITE_PAGES`` per site across the
+    cluster, a slot like a site's ``max_concurrency``; robots.txt needs no browser."""
+    from config import Politeness
+    from external_interface.politeness import acquire
+    from tests.external_interface.clients.browser_support import need_chromium
+
+    need_chromium()
+    runtime.settings.browser = runtime.settings.browser.model_copy(update={"site_pages": 1})
+    picked = batch(runtime, site.base, step_client="browser")
+    with acquire(runtime.limiter, "demo#browser", Politeness(max_concurrency=1), 1.0,
+                 max_wait_s=300):  # another worker's page holds the one slot
+        run = fetched(runtime, picked)
+    assert isinstance(run.fate, RetryAfter) and run.fate.kind == "wait"
+    assert "politeness" in run.fate.reason and run.response is None
+    robots, *pages = site.heads
+    assert robots.startswith(b"GET /robots.txt ") and pages == []
+    assert b"HeadlessChrome" not in robots  # read by the http client
