@@ -131,6 +131,7 @@ def test_a_worker_process_keeps_at_most_its_fetch_cap_in_flight(tmp_path: Path) 
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # a fault path: a worker killed mid-list (~18 s)
 def test_a_list_run_on_in_one_message_goes_on_from_its_page_after_the_worker_dies(
         tmp_path: Path) -> None:
     """The feed runs on in its message (``inline_next``); SIGKILL mid-list: the message

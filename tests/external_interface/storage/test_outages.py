@@ -89,6 +89,7 @@ def test_sqlite_locked_for_a_while_loses_nothing(tmp_path: Path) -> None:
         assert_every_item_counted_and_stored_once(status, cluster.stored_keys())
 
 
+@pytest.mark.slow  # a fault path: a worker killed while its writes wait (~17 s)
 def test_worker_killed_while_its_writes_wait_on_storage_loses_nothing(tmp_path: Path) -> None:
     with running_cluster(tmp_path, WORLD, extra_env=sqlite_env(tmp_path)) as cluster:
         job = started_job(cluster)
