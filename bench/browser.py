@@ -50,7 +50,7 @@ from typing import Any
 
 import psutil
 
-from bench import report
+from bench import proctree, report
 from bench.crawl_project import Cluster, Layout
 from bench.peer_venvs import HERE, PeerVenv
 from bench.proctree import tree, wait_quiet
@@ -138,12 +138,7 @@ class Shop:
             return json.loads(answer.read())
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        proctree.stop(self.proc)
 
 
 def serve(products: int) -> Shop:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import report
+from bench import proctree, report
 from bench.crawl_project import Cluster, Layout, wait_finished
 from bench.generic_peers import ROOT, page_set, run_peer
 from bench.proctree import Watch, cpu_between
@@ -65,12 +65,7 @@ class Served:
         self.url = line[0]
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        proctree.stop(self.proc)
 
 
 def paths(urls: Sequence[str]) -> set[str]:

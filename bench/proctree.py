@@ -11,10 +11,12 @@ other tenants during a run, recorded so a contaminated run can be told apart.
 
 from __future__ import annotations
 
+import subprocess
 import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import psutil
 
@@ -123,3 +125,13 @@ def wait_quiet(max_busy_pct: float = 20.0, quiet_s: int = 2, max_wait_s: float =
         time.sleep(1.0)
         quiet = quiet + 1 if psutil.cpu_percent(None) < max_busy_pct else 0
     return round(time.monotonic() - started, 1)
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL after 10 s: a server a bench started ends either way."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

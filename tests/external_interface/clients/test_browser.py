@@ -112,6 +112,15 @@ def test_the_deadline_ends_a_page_that_never_finishes_loading() -> None:
             client.close()
 
 
+
+def send_html(handler: BaseHTTPRequestHandler, body: bytes) -> None:
+    """A 200 with ``body`` as text/html: what the test pages answer."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/html")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
 class _Hostile(BaseHTTPRequestHandler):
     """A page whose script, image, frame, fetch() and redirects all aim at ``FORBIDDEN``."""
 
@@ -129,11 +138,7 @@ class _Hostile(BaseHTTPRequestHandler):
                 f'<iframe src="{f}/frame"></iframe><img src="/redirect-img">'
                 f'<script>fetch("{f}/api").catch(() => 0); fetch("/redirect-fetch")'
                 '.catch(() => 0);</script><p id="ok">page</p></body></html>').encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_html(self, body)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -244,11 +249,7 @@ class _Echo(BaseHTTPRequestHandler):
         shown = "".join(f'<p id="{name}">{self.headers.get(name, "")}</p>'
                         for name in ("User-Agent", "Cookie", "X-Token"))
         body = f"<html><body>{shown}</body></html>".encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        send_html(self, body)
 
     def log_message(self, *args: object) -> None:
         pass
